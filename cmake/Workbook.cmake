@@ -1,0 +1,121 @@
+# The two functions that turn the lesson manifest into targets.
+#
+#   workbook_add_lesson(<slug>)
+#       The lesson's own targets: its grader tests (an object library, compiled once) and
+#       its worked examples (lessons/<slug>/examples/*.cu, one program each).
+#
+#   workbook_add_tree(<name> <dir> [LESSONS <slug>...])
+#       A tree laid out like exercises/: for each lesson present in <dir>, a library of the
+#       student's code and the grader program grade_<slug>__<name> that tests it.
+#
+# The grader finds the programs through ${CMAKE_BINARY_DIR}/workbook_build.json, written by
+# workbook_write_build_index() at the end of the top-level CMakeLists.txt.
+
+set(WORKBOOK_MANIFEST "${PROJECT_SOURCE_DIR}/lessons/manifest.json")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${WORKBOOK_MANIFEST}")
+file(READ "${WORKBOOK_MANIFEST}" WORKBOOK_MANIFEST_JSON)
+
+# Sets <out_slugs> to the lesson slugs in manifest order.
+function(workbook_manifest_lessons out_slugs)
+  string(JSON count LENGTH "${WORKBOOK_MANIFEST_JSON}" lessons)
+  set(slugs "")
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      string(JSON slug GET "${WORKBOOK_MANIFEST_JSON}" lessons ${i} slug)
+      list(APPEND slugs "${slug}")
+    endforeach()
+  endif()
+  set(${out_slugs} "${slugs}" PARENT_SCOPE)
+endfunction()
+
+# Sets <out_sources> to the student source files of lesson <slug>, as the manifest lists them.
+function(workbook_lesson_sources slug out_sources)
+  string(JSON count LENGTH "${WORKBOOK_MANIFEST_JSON}" lessons)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON this_slug GET "${WORKBOOK_MANIFEST_JSON}" lessons ${i} slug)
+    if(this_slug STREQUAL slug)
+      string(JSON n LENGTH "${WORKBOOK_MANIFEST_JSON}" lessons ${i} sources)
+      math(EXPR n_last "${n} - 1")
+      set(sources "")
+      foreach(j RANGE ${n_last})
+        string(JSON file GET "${WORKBOOK_MANIFEST_JSON}" lessons ${i} sources ${j})
+        list(APPEND sources "${file}")
+      endforeach()
+      set(${out_sources} "${sources}" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  message(FATAL_ERROR "lesson '${slug}' is not in ${WORKBOOK_MANIFEST}")
+endfunction()
+
+function(workbook_add_lesson slug)
+  set(grader_dir "${PROJECT_SOURCE_DIR}/grader/${slug}")
+  file(GLOB grader_sources CONFIGURE_DEPENDS "${grader_dir}/*.cu" "${grader_dir}/*.cpp")
+  if(NOT grader_sources)
+    message(FATAL_ERROR "lesson ${slug}: no grader tests in ${grader_dir}")
+  endif()
+  add_library(grader_${slug}_tests OBJECT ${grader_sources})
+  target_include_directories(grader_${slug}_tests PUBLIC "${PROJECT_SOURCE_DIR}/lessons/${slug}")
+  target_link_libraries(grader_${slug}_tests PUBLIC workbook_grader_support)
+
+  file(GLOB examples CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/lessons/${slug}/examples/*.cu")
+  foreach(example IN LISTS examples)
+    get_filename_component(name "${example}" NAME_WE)
+    add_executable(example_${slug}_${name} "${example}")
+    target_link_libraries(example_${slug}_${name} PRIVATE workbook::common)
+    set_property(GLOBAL APPEND PROPERTY WORKBOOK_EXAMPLES "example_${slug}_${name}")
+  endforeach()
+endfunction()
+
+function(workbook_add_tree name dir)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "LESSONS")
+  get_filename_component(dir "${dir}" ABSOLUTE BASE_DIR "${PROJECT_SOURCE_DIR}")
+  if(arg_LESSONS)
+    set(slugs ${arg_LESSONS})
+  else()
+    workbook_manifest_lessons(slugs)
+  endif()
+  set(entries "")
+  foreach(slug IN LISTS slugs)
+    if(NOT IS_DIRECTORY "${dir}/${slug}")
+      continue()  # the grader reports the lesson as missing from this tree
+    endif()
+    workbook_lesson_sources(${slug} files)
+    list(TRANSFORM files PREPEND "${dir}/${slug}/")
+    set(impl impl_${slug}__${name})
+    add_library(${impl} STATIC ${files})
+    target_include_directories(${impl} PUBLIC "${PROJECT_SOURCE_DIR}/lessons/${slug}")
+    target_link_libraries(${impl} PUBLIC workbook::common CUDA::cublas)
+    # -lineinfo: compute-sanitizer and crash reports can name the student's source line.
+    target_compile_options(${impl} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+
+    set(grader grade_${slug}__${name})
+    add_executable(${grader} $<TARGET_OBJECTS:grader_${slug}_tests>)
+    target_link_libraries(${grader} PRIVATE ${impl} workbook_grader_main)
+    string(APPEND entries "\"${slug}\": \"$<TARGET_FILE:${grader}>\", ")
+  endforeach()
+  string(REGEX REPLACE ", $" "" entries "${entries}")
+  set_property(GLOBAL APPEND PROPERTY WORKBOOK_TREE_ENTRIES
+    "\"${name}\": {\"dir\": \"${dir}\", \"lessons\": {${entries}}}")
+endfunction()
+
+function(workbook_write_build_index)
+  get_property(trees GLOBAL PROPERTY WORKBOOK_TREE_ENTRIES)
+  list(JOIN trees ", " trees_json)
+  find_program(WORKBOOK_COMPUTE_SANITIZER compute-sanitizer HINTS "${CUDAToolkit_BIN_DIR}")
+  set(sanitizer "")
+  if(WORKBOOK_COMPUTE_SANITIZER)
+    set(sanitizer "${WORKBOOK_COMPUTE_SANITIZER}")
+  endif()
+  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/workbook_build.json" CONTENT
+"{
+  \"source_dir\": \"${PROJECT_SOURCE_DIR}\",
+  \"device_info\": \"$<TARGET_FILE:workbook_device_info>\",
+  \"compute_sanitizer\": \"${sanitizer}\",
+  \"cuda_architectures\": \"${CMAKE_CUDA_ARCHITECTURES}\",
+  \"trees\": {${trees_json}}
+}
+")
+endfunction()

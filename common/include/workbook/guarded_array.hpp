@@ -1,0 +1,82 @@
+/// \file
+/// Device arrays with guard regions: extra elements before and after the array, filled with
+/// a known bit pattern and checked after a kernel ran. An out-of-bounds write usually does
+/// not crash (it lands in a neighbouring allocation), so this is how a grader sees it.
+/// Under compute-sanitizer the guards are left out (guard size 0), so the sanitizer sees
+/// the out-of-bounds access against the allocation itself.
+#pragma once
+
+#include "workbook/device_buffer.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace workbook {
+
+/// Guard pattern around outputs: a signalling NaN that GPU arithmetic never produces.
+constexpr std::uint32_t kOutputGuardBits = 0x7FA11AD5u;
+/// Guard pattern around inputs, different from kOutputGuardBits so that a kernel copying
+/// input guards into output guards is still caught.
+constexpr std::uint32_t kInputGuardBits = 0x7F8B00B5u;
+
+/// Which guard elements no longer hold their pattern. Offsets count from the array's ends:
+/// after[0] is element n, before[0] is element -1.
+struct GuardReport {
+  std::size_t written_before = 0;  ///< overwritten elements in the guard before the array
+  std::size_t written_after = 0;   ///< overwritten elements in the guard after the array
+  std::size_t nearest_before = 0;  ///< smallest k such that element -(k+1) was written
+  std::size_t farthest_before = 0; ///< largest such k
+  std::size_t nearest_after = 0;   ///< smallest k such that element n+k was written
+  std::size_t farthest_after = 0;  ///< largest such k
+  std::size_t guard_elements = 0;  ///< guard size on each side
+
+  /// True when neither guard was touched.
+  bool intact() const { return written_before == 0 && written_after == 0; }
+  /// One or two sentences naming what was overwritten, for an array of \p n elements.
+  std::string describe(std::size_t n) const;
+};
+
+/// Inspects guard contents copied to the host. \p before is in memory order (its last
+/// element sits right before the array).
+GuardReport inspect_guards(const std::vector<std::uint32_t>& before, const std::vector<std::uint32_t>& after,
+                           std::uint32_t pattern);
+
+/// Guard elements on each side for this run: 4096, or 0 when WORKBOOK_SANITIZE is set.
+std::size_t default_guard_elements();
+
+/// \p n floats on the device with guard regions on both sides.
+class GuardedDeviceArray {
+public:
+  /// Allocates n + 2 * guard floats; fills the guards with \p guard_bits and the array with poison.
+  GuardedDeviceArray(std::size_t n, std::uint32_t guard_bits = kOutputGuardBits,
+                     std::size_t guard = default_guard_elements());
+
+  /// Device pointer to element 0 of the array (past the front guard).
+  float* data() noexcept { return storage_.data() + guard_; }
+  /// Number of elements in the array, guards excluded.
+  std::size_t size() const noexcept { return n_; }
+
+  /// Writes the poison value into every array element (and restores the guards).
+  void poison();
+  /// Copies \p host (size() values) into the array.
+  void upload(const std::vector<float>& host);
+  /// Fills the array with random_uniform(seed, i, lo, hi), on the device.
+  void fill_random(std::uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+  /// Copies the array (guards excluded) to the host. Waits for the device.
+  std::vector<float> download() const;
+  /// Copies the guards to the host and reports which elements were overwritten.
+  GuardReport check_guards() const;
+
+private:
+  DeviceBuffer<float> storage_;
+  std::size_t n_;
+  std::size_t guard_;
+  std::uint32_t guard_bits_;
+};
+
+/// Fills \p count 32-bit words at device address \p words with \p bits (synchronous).
+void fill_words_device(void* words, std::size_t count, std::uint32_t bits);
+
+}  // namespace workbook

@@ -1,0 +1,89 @@
+// Whole-array comparison with a report a student can act on.
+#include "workbook/compare.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace workbook {
+
+float poison_value() {
+  float x;
+  std::memcpy(&x, &kPoisonBits, sizeof x);
+  return x;
+}
+
+bool is_poison(float x) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits == kPoisonBits;
+}
+
+std::string format_value(double value, bool unwritten) {
+  if (unwritten) return "NaN (never written)";
+  if (std::isnan(value)) return "NaN";
+  std::ostringstream out;
+  out.precision(9);
+  out << value;
+  return out.str();
+}
+
+ComparisonReport compare_to_reference(const float* got, const float* expected, std::size_t n, Tolerance tolerance,
+                                      std::size_t max_listed) {
+  ComparisonReport report;
+  report.count = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool unwritten = is_poison(got[i]);
+    const double g = got[i];
+    const double e = expected[i];
+    bool right;
+    if (unwritten) {
+      right = false;
+      if (report.unwritten == 0) report.first_unwritten = i;
+      report.last_unwritten = i;
+      ++report.unwritten;
+    } else if (std::isnan(e) || std::isnan(g)) {
+      right = std::isnan(e) && std::isnan(g);
+    } else {
+      const double abs_error = std::fabs(g - e);
+      const double rel_error = e != 0 ? abs_error / std::fabs(e) : (abs_error > 0 ? INFINITY : 0.0);
+      if (abs_error > report.max_abs_error) report.max_abs_error = abs_error;
+      if (rel_error > report.max_rel_error) report.max_rel_error = rel_error;
+      right = abs_error <= tolerance.abs + tolerance.rel * std::fabs(e);
+    }
+    if (!right) {
+      ++report.wrong;
+      if (report.first_mismatches.size() < max_listed) report.first_mismatches.push_back({i, e, g, unwritten});
+    }
+  }
+  return report;
+}
+
+std::string ComparisonReport::describe() const {
+  std::ostringstream out;
+  if (ok()) {
+    out << "all " << count << " elements match (max abs error " << max_abs_error << ", max rel error "
+        << max_rel_error << ")";
+    return out.str();
+  }
+  out << wrong << " of " << count << " elements are wrong";
+  if (unwritten > 0) {
+    out << ", " << unwritten << " of them never written";
+    if (unwritten > 1) out << " (indices " << first_unwritten << " .. " << last_unwritten << ")";
+  }
+  out << "\n";
+  for (const Mismatch& m : first_mismatches) {
+    out << "  [" << m.index << "] expected " << format_value(m.expected) << ", got "
+        << format_value(m.got, m.unwritten) << "\n";
+  }
+  if (wrong > first_mismatches.size()) out << "  ... and " << (wrong - first_mismatches.size()) << " more\n";
+  if (wrong > unwritten) {
+    out << "  largest error among written elements: " << max_abs_error << " absolute, " << max_rel_error
+        << " relative";
+  }
+  std::string text = out.str();
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+}  // namespace workbook

@@ -1,0 +1,120 @@
+// Guarded device arrays: poison inside, known patterns outside, checked after each launch.
+#include "workbook/guarded_array.hpp"
+
+#include "workbook/compare.hpp"
+#include "workbook/random.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <sstream>
+
+namespace workbook {
+namespace {
+
+__global__ void fill_words_kernel(std::uint32_t* words, std::size_t count, std::uint32_t bits) {
+  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count; i += stride) {
+    words[i] = bits;
+  }
+}
+
+}  // namespace
+
+void fill_words_device(void* words, std::size_t count, std::uint32_t bits) {
+  if (count == 0) return;
+  const std::size_t blocks = (count + 255) / 256;
+  fill_words_kernel<<<static_cast<int>(blocks < 65536 ? blocks : 65536), 256>>>(static_cast<std::uint32_t*>(words),
+                                                                                 count, bits);
+  WORKBOOK_CHECK_LAUNCH();
+  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+std::size_t default_guard_elements() {
+  const char* sanitize = std::getenv("WORKBOOK_SANITIZE");
+  return sanitize != nullptr && *sanitize != '\0' && *sanitize != '0' ? 0 : 4096;
+}
+
+GuardReport inspect_guards(const std::vector<std::uint32_t>& before, const std::vector<std::uint32_t>& after,
+                           std::uint32_t pattern) {
+  GuardReport report;
+  report.guard_elements = after.size();
+  for (std::size_t k = 0; k < after.size(); ++k) {
+    if (after[k] == pattern) continue;
+    if (report.written_after == 0) report.nearest_after = k;
+    report.farthest_after = k;
+    ++report.written_after;
+  }
+  // before[before.size() - 1] is element -1, so walk it backwards.
+  for (std::size_t k = 0; k < before.size(); ++k) {
+    if (before[before.size() - 1 - k] == pattern) continue;
+    if (report.written_before == 0) report.nearest_before = k;
+    report.farthest_before = k;
+    ++report.written_before;
+  }
+  return report;
+}
+
+std::string GuardReport::describe(std::size_t n) const {
+  std::ostringstream out;
+  if (intact()) return "nothing outside the array was written";
+  if (written_after > 0) {
+    out << written_after << (written_after == 1 ? " element" : " elements") << " past the end of the output "
+        << (written_after == 1 ? "was" : "were") << " written (";
+    if (written_after == 1) {
+      out << "index " << n + nearest_after;
+    } else {
+      out << "indices " << n + nearest_after << " .. " << n + farthest_after << ", n = " << n;
+    }
+    out << ")";
+  }
+  if (written_before > 0) {
+    if (written_after > 0) out << "; ";
+    out << written_before << (written_before == 1 ? " element" : " elements")
+        << " before the start of the output " << (written_before == 1 ? "was" : "were") << " written (index -"
+        << nearest_before + 1;
+    if (written_before > 1) out << " .. -" << farthest_before + 1;
+    out << ")";
+  }
+  return out.str();
+}
+
+GuardedDeviceArray::GuardedDeviceArray(std::size_t n, std::uint32_t guard_bits, std::size_t guard)
+    : storage_(n + 2 * guard), n_(n), guard_(guard), guard_bits_(guard_bits) {
+  poison();
+}
+
+void GuardedDeviceArray::poison() {
+  fill_words_device(storage_.data(), guard_, guard_bits_);
+  fill_words_device(data(), n_, kPoisonBits);
+  fill_words_device(data() + n_, guard_, guard_bits_);
+}
+
+void GuardedDeviceArray::upload(const std::vector<float>& host) {
+  if (host.size() != n_) throw std::invalid_argument("GuardedDeviceArray::upload: size mismatch");
+  if (n_ > 0) WORKBOOK_CUDA_CHECK(cudaMemcpy(data(), host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+void GuardedDeviceArray::fill_random(std::uint64_t seed, float lo, float hi) {
+  fill_random_device(data(), n_, seed, lo, hi);
+  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+std::vector<float> GuardedDeviceArray::download() const {
+  std::vector<float> host(n_);
+  if (n_ > 0) {
+    WORKBOOK_CUDA_CHECK(cudaMemcpy(host.data(), storage_.data() + guard_, n_ * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+  return host;
+}
+
+GuardReport GuardedDeviceArray::check_guards() const {
+  std::vector<std::uint32_t> before(guard_), after(guard_);
+  if (guard_ > 0) {
+    const auto* base = reinterpret_cast<const std::uint32_t*>(storage_.data());
+    WORKBOOK_CUDA_CHECK(cudaMemcpy(before.data(), base, guard_ * 4, cudaMemcpyDeviceToHost));
+    WORKBOOK_CUDA_CHECK(cudaMemcpy(after.data(), base + guard_ + n_, guard_ * 4, cudaMemcpyDeviceToHost));
+  }
+  return inspect_guards(before, after, guard_bits_);
+}
+
+}  // namespace workbook

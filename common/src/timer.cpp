@@ -1,0 +1,60 @@
+// Event timing. Samples are recorded back to back and read after one synchronisation,
+// so the host never stalls the queue between samples.
+#include "workbook/timer.hpp"
+
+#include "workbook/device_buffer.hpp"
+#include "workbook/stream.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace workbook {
+
+TimingStats summarize_ms(std::vector<double> samples_ms) {
+  TimingStats stats;
+  stats.samples = static_cast<int>(samples_ms.size());
+  if (samples_ms.empty()) return stats;
+  std::sort(samples_ms.begin(), samples_ms.end());
+  const std::size_t n = samples_ms.size();
+  stats.median_ms = n % 2 == 1 ? samples_ms[n / 2] : 0.5 * (samples_ms[n / 2 - 1] + samples_ms[n / 2]);
+  stats.min_ms = samples_ms.front();
+  stats.max_ms = samples_ms.back();
+  return stats;
+}
+
+double gigabytes_per_second(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0; }
+
+TimingStats time_on_device(const std::function<void(cudaStream_t)>& work, const TimingOptions& options) {
+  if (options.samples < 1) throw std::invalid_argument("time_on_device: samples must be at least 1");
+  const cudaStream_t stream = options.stream;
+
+  DeviceBuffer<unsigned char> flush;
+  if (options.flush_l2) {
+    int device = 0, l2_bytes = 0;
+    WORKBOOK_CUDA_CHECK(cudaGetDevice(&device));
+    WORKBOOK_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+    flush = DeviceBuffer<unsigned char>(2 * static_cast<std::size_t>(std::max(l2_bytes, 1 << 20)));
+  }
+
+  for (int i = 0; i < options.warmup; ++i) {
+    work(stream);
+    WORKBOOK_CHECK_LAUNCH();
+  }
+
+  std::vector<Event> starts(options.samples), stops(options.samples);
+  for (int i = 0; i < options.samples; ++i) {
+    if (options.flush_l2) WORKBOOK_CUDA_CHECK(cudaMemsetAsync(flush.data(), i & 0xFF, flush.bytes(), stream));
+    starts[i].record(stream);
+    work(stream);
+    WORKBOOK_CHECK_LAUNCH();
+    stops[i].record(stream);
+  }
+  stops.back().synchronize();
+
+  std::vector<double> samples;
+  samples.reserve(options.samples);
+  for (int i = 0; i < options.samples; ++i) samples.push_back(elapsed_ms(starts[i], stops[i]));
+  return summarize_ms(std::move(samples));
+}
+
+}  // namespace workbook

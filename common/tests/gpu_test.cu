@@ -1,0 +1,127 @@
+// The helper library on a real GPU. Every case skips (visibly) where there is none.
+#include "gpu.hpp"
+
+#include "workbook/workbook.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <vector>
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+__global__ void write_range(float* out, int first, int last, float value) {
+  const int i = first + static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i <= last) out[i] = value;
+}
+
+__global__ void spin_ns(unsigned ns) { __nanosleep(ns); }
+
+__global__ void empty_kernel() {}
+
+}  // namespace
+
+TEST_CASE("DeviceBuffer round-trips data and moves ownership", "[gpu]") {
+  REQUIRE_GPU();
+  std::vector<int> host{1, 2, 3, 4, 5};
+  workbook::DeviceBuffer<int> a(host.size());
+  a.copy_from_host(host.data());
+  workbook::DeviceBuffer<int> b = std::move(a);
+  CHECK(a.data() == nullptr);
+  CHECK(a.size() == 0);
+  CHECK(b.size() == 5);
+  CHECK(b.bytes() == 5 * sizeof(int));
+  std::vector<int> back(5);
+  b.copy_to_host(back.data());
+  CHECK(back == host);
+}
+
+TEST_CASE("PinnedBuffer is host memory the device can copy from", "[gpu]") {
+  REQUIRE_GPU();
+  workbook::PinnedBuffer<float> pinned(256);
+  for (int i = 0; i < 256; ++i) pinned[i] = static_cast<float>(i);
+  workbook::DeviceBuffer<float> device(256);
+  device.copy_from_host(pinned.data());
+  std::vector<float> back(256);
+  device.copy_to_host(back.data());
+  CHECK(back[255] == 255.0f);
+}
+
+TEST_CASE("device and host random streams are identical", "[gpu]") {
+  REQUIRE_GPU();
+  const std::size_t n = 100003;
+  workbook::DeviceBuffer<float> device(n);
+  workbook::fill_random_device(device.data(), n, 1234, -3.0f, 5.0f);
+  std::vector<float> from_device(n);
+  device.copy_to_host(from_device.data());
+  CHECK(from_device == workbook::random_floats(n, 1234, -3.0f, 5.0f));
+}
+
+TEST_CASE("a guarded array catches writes past either end", "[gpu]") {
+  REQUIRE_GPU();
+  workbook::GuardedDeviceArray out(1000, workbook::kOutputGuardBits, 4096);
+  write_range<<<1, 1024>>>(out.data(), 0, 999, 1.0f);
+  WORKBOOK_CHECK_LAUNCH();
+  CHECK(out.check_guards().intact());
+  const auto values = out.download();
+  CHECK(values[999] == 1.0f);
+
+  write_range<<<1, 64>>>(out.data(), 1000, 1010, 2.0f);  // 11 past the end
+  write_range<<<1, 32>>>(out.data(), -2, -1, 2.0f);      // 2 before the start
+  WORKBOOK_CHECK_LAUNCH();
+  const auto report = out.check_guards();
+  CHECK(report.written_after == 11);
+  CHECK(report.farthest_after == 10);
+  CHECK(report.written_before == 2);
+
+  out.poison();
+  CHECK(out.check_guards().intact());
+  const auto poisoned = out.download();
+  CHECK(workbook::is_poison(poisoned[0]));
+  CHECK(workbook::is_poison(poisoned[999]));
+}
+
+TEST_CASE("a launch with 2048 threads per block throws a CudaError naming the problem", "[gpu]") {
+  REQUIRE_GPU();
+  empty_kernel<<<1, 2048>>>();
+  try {
+    WORKBOOK_CHECK_LAUNCH();
+    FAIL("the launch did not report an error");
+  } catch (const workbook::CudaError& e) {
+    CHECK(e.code() == cudaErrorInvalidConfiguration);
+    CHECK_THAT(std::string(e.what()), ContainsSubstring("invalid configuration argument"));
+  }
+  CHECK(cudaGetLastError() == cudaSuccess);  // launch errors are not sticky
+}
+
+TEST_CASE("the event timer measures device time, not launch time", "[gpu]") {
+  REQUIRE_GPU();
+  workbook::TimingOptions options;
+  options.samples = 5;
+  const auto stats = workbook::time_on_device([](cudaStream_t s) { spin_ns<<<1, 1, 0, s>>>(1000000u); }, options);
+  CHECK(stats.samples == 5);
+  // __nanosleep(1 ms) sleeps between 0 and about 2 ms; a host-side timer around an async
+  // launch would read microseconds.
+  CHECK(stats.median_ms > 0.2);
+  CHECK(stats.median_ms < 5.0);
+  CHECK(stats.min_ms <= stats.median_ms);
+  CHECK(stats.median_ms <= stats.max_ms);
+}
+
+TEST_CASE("device facts are plausible and the measured copy bandwidth is below the theoretical peak", "[gpu]") {
+  REQUIRE_GPU();
+  const auto info = workbook::query_device(0);
+  CHECK_FALSE(info.name.empty());
+  CHECK(info.cc_major >= 7);
+  CHECK(info.sm_count > 0);
+  CHECK(info.max_threads_per_block == 1024);
+  CHECK(info.warp_size == 32);
+  CHECK(info.l2_cache_bytes > 0);
+  CHECK(info.free_memory_bytes <= info.total_memory_bytes);
+  const double copy = workbook::measure_copy_bandwidth_gbps(std::size_t{512} << 20, 5);
+  CAPTURE(copy, info.theoretical_bandwidth_gbps);
+  CHECK(copy > 50.0);
+  CHECK(copy < 1.05 * info.theoretical_bandwidth_gbps);
+}

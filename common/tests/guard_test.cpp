@@ -1,0 +1,63 @@
+// inspect_guards and GuardReport::describe, on guard contents as the device would return them.
+#include "workbook/guarded_array.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cstdlib>
+#include <vector>
+
+using Catch::Matchers::ContainsSubstring;
+using workbook::inspect_guards;
+
+namespace {
+constexpr std::uint32_t kPattern = workbook::kOutputGuardBits;
+}
+
+TEST_CASE("untouched guards are intact", "[guard]") {
+  const std::vector<std::uint32_t> before(16, kPattern), after(16, kPattern);
+  const auto report = inspect_guards(before, after, kPattern);
+  CHECK(report.intact());
+  CHECK(report.guard_elements == 16);
+}
+
+TEST_CASE("a write at index n is the first element after the array", "[guard]") {
+  const std::vector<std::uint32_t> before(16, kPattern);
+  std::vector<std::uint32_t> after(16, kPattern);
+  after[0] = 0x3F800000u;  // 1.0f
+  const auto report = inspect_guards(before, after, kPattern);
+  CHECK_FALSE(report.intact());
+  CHECK(report.written_after == 1);
+  CHECK(report.nearest_after == 0);
+  CHECK(report.farthest_after == 0);
+  CHECK_THAT(report.describe(100), ContainsSubstring("1 element past the end of the output was written (index 100)"));
+}
+
+TEST_CASE("writes spread past the end report their extent", "[guard]") {
+  const std::vector<std::uint32_t> before(64, kPattern);
+  std::vector<std::uint32_t> after(64, kPattern);
+  for (int k = 0; k < 31; ++k) after[k] = 0u;
+  const auto report = inspect_guards(before, after, kPattern);
+  CHECK(report.written_after == 31);
+  CHECK(report.farthest_after == 30);
+  CHECK_THAT(report.describe(1), ContainsSubstring("31 elements past the end of the output were written (indices 1 .. 31"));
+}
+
+TEST_CASE("writes before the start count backwards from element -1", "[guard]") {
+  std::vector<std::uint32_t> before(8, kPattern);
+  const std::vector<std::uint32_t> after(8, kPattern);
+  before[7] = 0u;  // element -1
+  before[5] = 0u;  // element -3
+  const auto report = inspect_guards(before, after, kPattern);
+  CHECK(report.written_before == 2);
+  CHECK(report.nearest_before == 0);
+  CHECK(report.farthest_before == 2);
+  CHECK_THAT(report.describe(10), ContainsSubstring("before the start of the output were written (index -1 .. -3)"));
+}
+
+TEST_CASE("sanitizer runs leave the guards out", "[guard]") {
+  ::setenv("WORKBOOK_SANITIZE", "1", 1);
+  CHECK(workbook::default_guard_elements() == 0);
+  ::unsetenv("WORKBOOK_SANITIZE");
+  CHECK(workbook::default_guard_elements() >= 1024);  // longer than any block can overrun
+}

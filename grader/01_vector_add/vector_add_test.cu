@@ -1,0 +1,217 @@
+// Grader tests for lesson 01 (vector add).
+//
+// Each task has a correctness test ([task_N]) and, where speed matters, a performance test
+// ([task_N][perf]) that the driver runs only after the correctness test passed. Every
+// output is poisoned before the launch and guarded on both sides, so unwritten elements and
+// out-of-bounds writes are caught even when nothing crashes. A float addition is exact
+// IEEE arithmetic on host and device, so results must match bit for bit.
+#include "vector_add.hpp"
+
+#include "grader.hpp"
+#include "output_matcher.hpp"
+#include "diagnosis.hpp"
+
+#include "workbook/workbook.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr workbook::Tolerance kExact{0.0, 0.0};
+constexpr std::size_t kLargeCorrectness = (std::size_t{1} << 26) + 7;  // 256 MiB per array, not a block multiple
+constexpr std::size_t kPerformanceN = std::size_t{1} << 28;             // 1 GiB per array, far beyond L2
+
+// a, b and c on the device (guarded) and the expected c, computed on the host from the
+// same seeded streams the device filled a and b with.
+struct Problem {
+  explicit Problem(std::size_t n)
+      : a(n, workbook::kInputGuardBits), b(n, workbook::kInputGuardBits), c(n), expected(n) {
+    const std::uint64_t seed_a = grader::seed_for("a" + std::to_string(n));
+    const std::uint64_t seed_b = grader::seed_for("b" + std::to_string(n));
+    a.fill_random(seed_a);
+    b.fill_random(seed_b);
+    for (std::size_t i = 0; i < n; ++i) {
+      expected[i] = workbook::random_uniform(seed_a, i, -1, 1) + workbook::random_uniform(seed_b, i, -1, 1);
+    }
+  }
+  workbook::GuardedDeviceArray a, b, c;
+  std::vector<float> expected;
+};
+
+int blocks_for(std::size_t n, int block) { return static_cast<int>((n + block - 1) / block); }
+
+// Launches \p launch once on a mid-sized problem: an output nobody wrote means the task is
+// still the untouched skeleton.
+template <class Launch>
+void require_implemented(const char* function, int task, Launch launch) {
+  Problem p(1000);
+  launch(p);
+  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto out = grader::read_back(p.c);
+  const auto comparison = workbook::compare_to_reference(out.values.data(), p.expected.data(), 1000, kExact);
+  if (grader::nothing_written(comparison, out.guards)) {
+    grader::not_implemented(std::string(function) + " wrote no element of c (TODO(task " + std::to_string(task) +
+                            ") in exercises/01_vector_add/vector_add.cu)");
+  }
+}
+
+// Times \p launch on n elements (3 arrays moved) and records bandwidth and its ratio to the
+// measured copy bandwidth. The output is verified first: a wrong kernel is never timed.
+template <class Launch>
+void measure_bandwidth(Launch launch) {
+  const std::size_t n = grader::fit_in_free_memory(kPerformanceN, 3);
+  CAPTURE(n);
+  Problem p(n);
+  launch(p, cudaStream_t{nullptr});
+  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+  REQUIRE_THAT(grader::read_back(p.c), grader::MatchesReference(p.expected, kExact));
+
+  const double bytes = 3.0 * n * sizeof(float);
+  const double copy_gbps = workbook::copy_bandwidth_gbps_for_run();
+  // One probe launch: a pathologically slow kernel is measured once, not 20 times.
+  workbook::TimingOptions options;
+  options.warmup = 0;
+  options.samples = 1;
+  workbook::TimingStats stats = workbook::time_on_device([&](cudaStream_t s) { launch(p, s); }, options);
+  if (stats.median_ms < 200.0) {
+    options.warmup = 3;
+    options.samples = 20;
+    stats = workbook::time_on_device([&](cudaStream_t s) { launch(p, s); }, options);
+  }
+  const double gbps = workbook::gigabytes_per_second(bytes, stats.median_ms);
+  grader::record_metric("n", static_cast<double>(n));
+  grader::record_metric("median_ms", stats.median_ms);
+  grader::record_metric("gbps", gbps);
+  grader::record_metric("copy_bandwidth_gbps", copy_gbps);
+  grader::record_metric("fraction_of_copy_bandwidth", gbps / copy_gbps);
+}
+
+}  // namespace
+
+TEST_CASE("Task 1: vector_add is correct for every size and block size", "[task_1]") {
+  grader::require_gpu();
+  require_implemented("vector_add", 1, [](Problem& p) {
+    vector_add<<<blocks_for(1000, 256), 256>>>(p.a.data(), p.b.data(), p.c.data(), 1000);
+    WORKBOOK_CHECK_LAUNCH();
+  });
+  const std::size_t large = grader::fit_in_free_memory(kLargeCorrectness, 3);
+  for (const int block : {256, 32, 1024, 96}) {
+    for (const std::size_t n : grader::test_sizes(block, block == 256 ? large : 0)) {
+      const int grid = blocks_for(n, block);
+      CAPTURE(n, block, grid);
+      Problem p(n);
+      vector_add<<<grid, block>>>(p.a.data(), p.b.data(), p.c.data(), static_cast<int>(n));
+      WORKBOOK_CHECK_LAUNCH();
+      WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+      REQUIRE_THAT(grader::read_back(p.c), grader::MatchesReference(p.expected, kExact));
+    }
+  }
+}
+
+TEST_CASE("Task 1: vector_add bandwidth", "[task_1][perf]") {
+  grader::require_gpu();
+  measure_bandwidth([](Problem& p, cudaStream_t s) {
+    const int n = static_cast<int>(p.c.size());
+    vector_add<<<blocks_for(n, 256), 256, 0, s>>>(p.a.data(), p.b.data(), p.c.data(), n);
+  });
+}
+
+TEST_CASE("Task 2: vector_add_grid_stride is correct for grids smaller and larger than n", "[task_2]") {
+  grader::require_gpu();
+  require_implemented("vector_add_grid_stride", 2, [](Problem& p) {
+    vector_add_grid_stride<<<2, 128>>>(p.a.data(), p.b.data(), p.c.data(), 1000);
+    WORKBOOK_CHECK_LAUNCH();
+  });
+  const auto info = workbook::query_device(0);
+  const std::size_t large = grader::fit_in_free_memory(kLargeCorrectness, 3);
+  for (const std::size_t n : grader::test_sizes(256, large)) {
+    struct Launch { int grid, block; };
+    std::vector<Launch> launches{{2 * info.sm_count, 256}, {blocks_for(n, 256), 256}, {blocks_for(n, 1024) + 3, 1024}};
+    if (n <= (std::size_t{1} << 22)) launches.push_back({7, 96});   // few threads: long loops
+    if (n <= (std::size_t{1} << 20)) launches.push_back({1, 32});   // a single warp does it all
+    for (const Launch& l : launches) {
+      CAPTURE(n, l.grid, l.block);
+      Problem p(n);
+      vector_add_grid_stride<<<l.grid, l.block>>>(p.a.data(), p.b.data(), p.c.data(), static_cast<int>(n));
+      WORKBOOK_CHECK_LAUNCH();
+      WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+      REQUIRE_THAT(grader::read_back(p.c), grader::MatchesReference(p.expected, kExact));
+    }
+  }
+}
+
+TEST_CASE("Task 2: vector_add_grid_stride bandwidth", "[task_2][perf]") {
+  grader::require_gpu();
+  const auto info = workbook::query_device(0);
+  // One full wave: as many 256-thread blocks as the SMs can hold at once.
+  const int grid = info.sm_count * (info.max_threads_per_sm / 256);
+  measure_bandwidth([grid](Problem& p, cudaStream_t s) {
+    vector_add_grid_stride<<<grid, 256, 0, s>>>(p.a.data(), p.b.data(), p.c.data(), static_cast<int>(p.c.size()));
+  });
+}
+
+namespace {
+
+// A host array with guard regions, like GuardedDeviceArray but in host memory: catches a
+// cudaMemcpy of the wrong size into c.
+struct HostArray {
+  HostArray(std::size_t n, std::uint32_t guard_bits) : n(n), storage(n + 2 * kGuard), bits(guard_bits) {
+    std::fill(storage.begin(), storage.end(), bits);
+    std::fill(storage.begin() + kGuard, storage.begin() + kGuard + n, workbook::kPoisonBits);
+  }
+  float* data() { return reinterpret_cast<float*>(storage.data() + kGuard); }
+  grader::DeviceOutput output() const {
+    grader::DeviceOutput out;
+    out.values.assign(reinterpret_cast<const float*>(storage.data() + kGuard),
+                      reinterpret_cast<const float*>(storage.data() + kGuard + n));
+    out.guards = workbook::inspect_guards({storage.begin(), storage.begin() + kGuard},
+                                          {storage.begin() + kGuard + n, storage.end()}, bits);
+    return out;
+  }
+  static constexpr std::size_t kGuard = 1024;
+  std::size_t n;
+  std::vector<std::uint32_t> storage;
+  std::uint32_t bits;
+};
+
+}  // namespace
+
+TEST_CASE("Task 3: vector_add_host does the whole round trip", "[task_3]") {
+  grader::require_gpu();
+  const std::size_t large = grader::fit_in_free_memory(kLargeCorrectness, 3);
+  bool first = true;
+  for (const std::size_t n : grader::test_sizes(256, large)) {
+    CAPTURE(n);
+    const std::uint64_t seed_a = grader::seed_for("host a" + std::to_string(n));
+    const std::uint64_t seed_b = grader::seed_for("host b" + std::to_string(n));
+    const std::vector<float> a = workbook::random_floats(n, seed_a);
+    const std::vector<float> b = workbook::random_floats(n, seed_b);
+    std::vector<float> expected(n);
+    for (std::size_t i = 0; i < n; ++i) expected[i] = a[i] + b[i];
+    HostArray c(n, workbook::kOutputGuardBits);
+    vector_add_host(a.data(), b.data(), c.data(), static_cast<int>(n));
+    const grader::DeviceOutput out = c.output();
+    if (first) {
+      const auto comparison = workbook::compare_to_reference(out.values.data(), expected.data(), n, kExact);
+      if (grader::nothing_written(comparison, out.guards)) {
+        grader::not_implemented("vector_add_host left c untouched (TODO(task 3) in exercises/01_vector_add/vector_add.cu)");
+      }
+      first = false;
+    }
+    REQUIRE_THAT(out, grader::MatchesReference(expected, kExact));
+  }
+  SECTION("n = 0 is valid and does nothing") {
+    float nothing = 0;
+    try {
+      vector_add_host(&nothing, &nothing, &nothing, 0);
+    } catch (const workbook::CudaError& e) {
+      FAIL("vector_add_host(n = 0) threw: " << e.what()
+                                            << "\nHint: with n = 0 there is nothing to add. A launch with 0 blocks is "
+                                               "an invalid configuration, so return before launching.");
+    }
+  }
+}

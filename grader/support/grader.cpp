@@ -1,0 +1,80 @@
+// Per-test state and helpers shared by every lesson's grader tests.
+#include "grader.hpp"
+
+#include "workbook/cuda_check.hpp"
+#include "workbook/device_info.hpp"
+#include "workbook/random.hpp"
+
+#include <catch2/catch_get_random_seed.hpp>
+#include <catch2/catch_test_macros.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+
+namespace grader {
+namespace {
+
+struct TestState {
+  std::vector<std::pair<std::string, double>> metrics;
+  bool not_implemented = false;
+};
+
+TestState& state() {
+  static TestState s;
+  return s;
+}
+
+}  // namespace
+
+void require_gpu() {
+  if (workbook::cuda_device_count() == 0) SKIP(workbook::no_gpu_reason());
+}
+
+std::uint64_t seed() { return Catch::getSeed(); }
+
+std::uint64_t seed_for(const std::string& name) {
+  return workbook::mix64(seed() ^ std::hash<std::string>{}(name));
+}
+
+bool sanitize_mode() {
+  const char* value = std::getenv("WORKBOOK_SANITIZE");
+  return value != nullptr && *value != '\0' && *value != '0';
+}
+
+void record_metric(const std::string& name, double value) { state().metrics.emplace_back(name, value); }
+
+const std::vector<std::pair<std::string, double>>& recorded_metrics() { return state().metrics; }
+
+void not_implemented(const std::string& what) {
+  state().not_implemented = true;
+  FAIL("not implemented yet: " << what);
+  std::abort();  // FAIL throws; this only tells the compiler so
+}
+
+bool marked_not_implemented() { return state().not_implemented; }
+
+void reset_test_state() { state() = TestState{}; }
+
+std::vector<std::size_t> test_sizes(int block, std::size_t large) {
+  const std::size_t b = static_cast<std::size_t>(block);
+  std::vector<std::size_t> sizes{1, 31, 32, 33, b - 1, b, b + 1, 1000003};
+  // Two random sizes drawn from the run's seed, so each run also covers fresh shapes.
+  const std::uint64_t s = seed_for("test_sizes");
+  sizes.push_back(2 + workbook::mix64(s) % 4093);
+  sizes.push_back(4096 + workbook::mix64(s + 1) % (1u << 20));
+  if (!sanitize_mode()) sizes.push_back(large);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  sizes.erase(std::remove(sizes.begin(), sizes.end(), std::size_t{0}), sizes.end());
+  return sizes;
+}
+
+std::size_t fit_in_free_memory(std::size_t cap, int arrays) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  WORKBOOK_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const std::size_t fits = free_bytes / 2 / (static_cast<std::size_t>(arrays) * sizeof(float));
+  return std::min(cap, fits);
+}
+
+}  // namespace grader

@@ -1,0 +1,51 @@
+/// \file
+/// What a lesson's grader tests use besides Catch2: the GPU requirement, the run's seed,
+/// test sizes, metrics for the scoreboard, and the "not implemented yet" verdict.
+/// The grader driver (./grade) runs each task in its own process and reads the records the
+/// listener in grader_main.cpp writes; see grader/README.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace grader {
+
+/// Skips the current test, with the reason, when no GPU can be used.
+void require_gpu();
+
+/// The seed of this run: Catch2's --rng-seed, which the driver sets and prints.
+std::uint64_t seed();
+
+/// A seed for one named input of one test, derived from the run's seed.
+std::uint64_t seed_for(const std::string& name);
+
+/// True when running under compute-sanitizer (./grade --sanitize): small sizes, no guards.
+bool sanitize_mode();
+
+/// Records a number for the scoreboard (e.g. "fraction_of_copy_bandwidth").
+void record_metric(const std::string& name, double value);
+
+/// The metrics recorded in the current test case (read by the listener).
+const std::vector<std::pair<std::string, double>>& recorded_metrics();
+
+/// Marks the current test "not implemented yet" and ends it as a failure with \p what.
+[[noreturn]] void not_implemented(const std::string& what);
+
+/// True when the current test was marked not implemented (read by the listener).
+bool marked_not_implemented();
+
+/// Clears the per-test state; the listener calls it when a test case starts.
+void reset_test_state();
+
+/// Sizes every correctness test covers, in increasing order: 1, warp size -1/0/+1, \p block
+/// -1/0/+1, a prime that is not a multiple of any block size, two seeded random sizes, and
+/// \p large (skipped under the sanitizer).
+std::vector<std::size_t> test_sizes(int block, std::size_t large);
+
+/// The largest n <= \p cap such that \p arrays float arrays of n elements fit in half the
+/// free device memory.
+std::size_t fit_in_free_memory(std::size_t cap, int arrays);
+
+}  // namespace grader

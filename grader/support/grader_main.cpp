@@ -1,0 +1,92 @@
+// main() of every grader program: Catch2's session plus a listener that writes the
+// report records (report_record.hpp) to the file named by WORKBOOK_REPORT. Without that
+// variable the program is an ordinary Catch2 test program: run it by hand to debug.
+#include "grader.hpp"
+#include "report_record.hpp"
+
+#include <catch2/catch_session.hpp>
+#include <catch2/catch_test_case_info.hpp>
+#include <catch2/reporters/catch_reporter_event_listener.hpp>
+#include <catch2/reporters/catch_reporter_registrars.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+class GradeListener : public Catch::EventListenerBase {
+public:
+  using Catch::EventListenerBase::EventListenerBase;
+
+  void testRunStarting(const Catch::TestRunInfo&) override {
+    if (const char* path = std::getenv("WORKBOOK_REPORT")) file_ = std::fopen(path, "a");
+  }
+
+  void testRunEnded(const Catch::TestRunStats&) override {
+    if (file_ != nullptr) std::fclose(file_);
+    file_ = nullptr;
+  }
+
+  void testCaseStarting(const Catch::TestCaseInfo& info) override {
+    grader::reset_test_state();
+    current_ = grader::TestRecord{};
+    current_.test = info.name;
+    for (const Catch::Tag& tag : info.tags) current_.tags.emplace_back(tag.original.data(), tag.original.size());
+    current_.event = "start";
+    write(current_);
+  }
+
+  void assertionEnded(const Catch::AssertionStats& stats) override {
+    const Catch::AssertionResult& result = stats.assertionResult;
+    const bool skip = result.getResultType() == Catch::ResultWas::ExplicitSkip;
+    if (result.isOk() && !skip) return;
+    // Explicit messages (FAIL, SKIP) also arrive among the info messages: keep them once.
+    const std::string message(result.getMessage());
+    std::string text;
+    for (const Catch::MessageInfo& info : stats.infoMessages) {
+      if (result.hasExpression() || info.message != message) text += info.message + "\n";
+    }
+    text += result.hasExpression() ? result.getExpandedExpression() : message;
+    if (result.getResultType() == Catch::ResultWas::ThrewException) text = "threw: " + text;
+    current_.messages.push_back(text);
+  }
+
+  void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    current_.event = "end";
+    if (grader::marked_not_implemented()) {
+      current_.outcome = "not_implemented";
+    } else if (stats.totals.assertions.failed > 0) {
+      current_.outcome = "failed";
+    } else if (stats.totals.assertions.skipped > 0) {
+      current_.outcome = "skipped";
+    } else {
+      current_.outcome = "passed";
+    }
+    current_.metrics = grader::recorded_metrics();
+    write(current_);
+  }
+
+  void fatalErrorEncountered(Catch::StringRef signal) override {
+    grader::TestRecord fatal = current_;
+    fatal.event = "fatal";
+    fatal.messages = {std::string(signal)};
+    write(fatal);
+  }
+
+private:
+  void write(const grader::TestRecord& record) {
+    if (file_ == nullptr) return;
+    std::fprintf(file_, "%s\n", grader::format_record(record).c_str());
+    std::fflush(file_);
+  }
+
+  std::FILE* file_ = nullptr;
+  grader::TestRecord current_;
+};
+
+}  // namespace
+
+CATCH_REGISTER_LISTENER(GradeListener)
+
+int main(int argc, char* argv[]) { return Catch::Session().run(argc, argv); }
