@@ -1,0 +1,85 @@
+"""Configures and builds the grader programs with CMake, one lesson at a time, so a
+lesson that does not compile is reported as such while the others are still graded."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+
+class BuildError(Exception):
+    """The build itself (not a student's lesson) could not be set up."""
+
+
+def load_index(build_dir: Path) -> Optional[dict]:
+    """The build index CMake writes (workbook_build.json), or None before the first configure."""
+    path = Path(build_dir) / "workbook_build.json"
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())
+
+
+def tree_name_for(index: Optional[dict], tree_dir: Path) -> Optional[str]:
+    """The name under which the build knows the tree at `tree_dir`, if it does."""
+    if not index:
+        return None
+    for name, tree in index.get("trees", {}).items():
+        if Path(tree["dir"]).resolve() == Path(tree_dir).resolve():
+            return name
+    return None
+
+
+def _run(command, cwd=None) -> Tuple[bool, str]:
+    process = subprocess.run(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return process.returncode == 0, process.stdout.decode("utf-8", errors="replace")
+
+
+def configure(source_dir: Path, build_dir: Path, submission_dir: Optional[Path] = None) -> dict:
+    """Configures `build_dir` (Release, no tests, no docs) and returns its build index."""
+    if shutil.which("cmake") is None:
+        raise BuildError("cmake was not found on PATH: install CMake 3.25 or newer.")
+    command = ["cmake", "-S", str(source_dir), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
+               "-DWORKBOOK_BUILD_TESTS=OFF", "-DWORKBOOK_BUILD_DOCS=OFF",
+               f"-DWORKBOOK_SUBMISSION_DIR={submission_dir or ''}"]
+    if not (Path(build_dir) / "CMakeCache.txt").exists() and shutil.which("ninja"):
+        command += ["-G", "Ninja"]
+    ok, log = _run(command)
+    if not ok:
+        raise BuildError("CMake could not configure the grader build:\n" + first_errors(log, 30))
+    index = load_index(build_dir)
+    if index is None:
+        raise BuildError(f"CMake ran but wrote no {build_dir}/workbook_build.json")
+    return index
+
+
+def build_target(build_dir: Path, target: str) -> Tuple[bool, str]:
+    """Builds one target; returns (success, the build's output)."""
+    return _run(["cmake", "--build", str(build_dir), "--target", target, "--parallel", str(os.cpu_count() or 2)])
+
+
+_ERROR_LINE = re.compile(r"(error|Error|undefined reference|FAILED)")
+
+
+def first_errors(log: str, max_lines: int = 20) -> str:
+    """The compiler errors of a build log, each with the line after it, at most max_lines."""
+    lines = log.splitlines()
+    picked = []
+    for i, line in enumerate(lines):
+        if _ERROR_LINE.search(line) and not line.startswith("ninja: build stopped"):
+            picked.extend(lines[i:i + 2])
+        if len(picked) >= max_lines:
+            break
+    return "\n".join(picked[:max_lines]) if picked else "\n".join(lines[-max_lines:])
+
+
+def grader_target(slug: str, tree: str) -> str:
+    return f"grade_{slug}__{tree}"
+
+
+def programs(index: dict, tree: str) -> Dict[str, str]:
+    """Lesson slug -> grader program for the named tree."""
+    return dict(index.get("trees", {}).get(tree, {}).get("lessons", {}))

@@ -1,0 +1,222 @@
+"""./grade: build and grade every lesson, or the ones named, and print the scoreboard.
+
+Exit codes: 0 everything passed; 1 something did not; 2 bad arguments or tree; 3 no GPU;
+4 the build itself could not be set up."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from . import build
+from .manifest import Lesson, ManifestError, load_manifest, select_lessons
+from .reports import format_scoreboard, write_reports
+from .runner import PhaseResult, run_phase
+from .scoring import (COMPILE_ERROR, MISSING, PASSED, STATUS_LABELS, GradeRun, LessonResult, TaskResult,
+                      judge_correctness, judge_performance, lesson_not_gradable)
+
+EXIT_OK, EXIT_NOT_ALL_PASSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD = 0, 1, 2, 3, 4
+SANITIZER_SLOWDOWN = 10  # compute-sanitizer slows kernels and API calls this much, give or take
+
+
+def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="./grade",
+        description="Build and grade the workbook's lessons: correctness first, then speed against the GPU's "
+                    "measured ceilings and the reference solutions.",
+        epilog="examples:  ./grade            grade every lesson in exercises/\n"
+               "           ./grade 01         grade lesson 01 (or: ./grade vector_add)\n"
+               "           ./grade --sanitize 01   run lesson 01 under compute-sanitizer\n"
+               "           ./grade --tree solutions   the instructor's check of the reference solutions\n"
+               "           ./grade --tree ~/submissions/alice   grade another tree laid out like exercises/",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lesson number, slug or name (default: all)")
+    parser.add_argument("--tree", default="exercises",
+                        help="directory laid out like exercises/ to grade (default: exercises)")
+    parser.add_argument("--seed", type=int, help="seed of the random inputs (default: a fresh one, printed)")
+    parser.add_argument("--sanitize", action="store_true",
+                        help="run the correctness tests under compute-sanitizer (memcheck, and racecheck where the "
+                             "lesson uses shared memory) and show its findings; nothing is timed")
+    parser.add_argument("--timeout", type=float, help="seconds each task may run (default: the lesson's)")
+    parser.add_argument("--build-dir", default=str(root / "build" / "grade"), help="CMake build directory")
+    parser.add_argument("--no-build", action="store_true", help="use the programs already built in --build-dir")
+    parser.add_argument("--results", default=str(root / "grade-results"),
+                        help="where results.json (Gradescope) and junit.xml go (default: grade-results/)")
+    parser.add_argument("--list", action="store_true", help="list the lessons and tasks, then stop")
+    args = parser.parse_args(argv)
+    if args.seed is not None and not 0 < args.seed < 2**32:
+        parser.error("--seed must be between 1 and 4294967295")
+    return args
+
+
+def list_lessons(lessons: List[Lesson]) -> str:
+    lines = []
+    for lesson in lessons:
+        lines.append(f"{lesson.slug}  {lesson.title}  ({lesson.max_points:g} points)")
+        for task in lesson.tasks:
+            perf = f", performance {task.performance_points:g}" if task.performance_points else ""
+            lines.append(f"    Task {task.id}: {task.title}  (correctness {task.correctness_points:g}{perf})")
+    return "\n".join(lines)
+
+
+def resolve_tree(root: Path, tree: str) -> Path:
+    candidate = Path(tree).expanduser()
+    if not candidate.is_absolute() and not candidate.exists() and (root / tree).exists():
+        candidate = root / tree
+    return candidate.resolve()
+
+
+def query_device(index: dict, copy: bool = True) -> subprocess.CompletedProcess:
+    command = [index["device_info"]] + (["--measure-copy"] if copy else [])
+    return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+
+
+class Grader:
+    """Runs the tasks of the chosen lessons and collects their results."""
+
+    def __init__(self, args: argparse.Namespace, index: dict, tree: str, reference: Optional[Dict[str, str]],
+                 device: dict, seed: int):
+        self.args, self.index, self.tree, self.reference, self.device, self.seed = (
+            args, index, tree, reference, device, seed)
+        self.env = {"WORKBOOK_COPY_BANDWIDTH_GBPS": str(device.get("copy_bandwidth_gbps", ""))}
+        if args.sanitize:
+            self.env["WORKBOOK_SANITIZE"] = "1"
+
+    def _timeout(self, lesson: Lesson) -> float:
+        timeout = self.args.timeout or lesson.timeout_s
+        return timeout * SANITIZER_SLOWDOWN if self.args.sanitize else timeout
+
+    def _correctness(self, program: str, lesson: Lesson, task) -> PhaseResult:
+        spec = f"[{task.tag}]~[perf]"
+        if not self.args.sanitize:
+            return run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env)
+        sanitizer = self.index.get("compute_sanitizer") or "compute-sanitizer"
+        phase = None
+        for tool in lesson.sanitizers:
+            prefix = [sanitizer, "--tool", tool, "--error-exitcode", "86", "--print-limit", "20"]
+            phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env,
+                              sanitizer=prefix, sanitizer_tool=tool)
+            if phase.sanitizer_errors or phase.timed_out or not phase.records:
+                break
+        return phase
+
+    def grade_lesson(self, lesson: Lesson, program: str) -> LessonResult:
+        results = []
+        for task in lesson.tasks:
+            print(f"  {lesson.slug} task {task.id}: ", end="", flush=True)
+            correctness = judge_correctness(task, self._correctness(program, lesson, task), lesson.slug)
+            print(f"correctness {STATUS_LABELS[correctness.status]}", end="", flush=True)
+            perf_phase = reference_phase = None
+            if task.performance_points and correctness.passed and not self.args.sanitize:
+                spec = f"[{task.tag}][perf]"
+                perf_phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env)
+                ref_program = (self.reference or {}).get(lesson.slug)
+                if ref_program:
+                    reference_phase = run_phase(ref_program, spec, seed=self.seed, timeout_s=self._timeout(lesson),
+                                                env=self.env)
+            performance = judge_performance(task, correctness, perf_phase, lesson.slug, reference_phase)
+            if performance:
+                print(f", performance {STATUS_LABELS[performance.status]}", end="")
+            print(flush=True)
+            results.append(TaskResult(task, correctness, performance))
+        return LessonResult(lesson, results)
+
+
+def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
+    root = Path(root or Path(__file__).resolve().parents[2])
+    args = parse_args(sys.argv[1:] if argv is None else argv, root)
+    try:
+        lessons = select_lessons(load_manifest(root / "lessons" / "manifest.json"), args.lessons)
+    except ManifestError as e:
+        print(f"grade: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.list:
+        print(list_lessons(lessons))
+        return EXIT_OK
+
+    tree_dir = resolve_tree(root, args.tree)
+    if not tree_dir.is_dir():
+        print(f"grade: there is no directory {args.tree!r} to grade. Give --tree a directory laid out like "
+              f"exercises/ (one folder per lesson, e.g. 01_vector_add/).", file=sys.stderr)
+        return EXIT_USAGE
+
+    build_dir = Path(args.build_dir).resolve()
+    try:
+        index = build.load_index(build_dir)
+        tree = build.tree_name_for(index, tree_dir)
+        if not args.no_build:
+            if index is None or tree is None:
+                builtin = tree_dir in ((root / "exercises").resolve(), (root / "solutions").resolve())
+                submission = None if builtin else tree_dir
+                print(f"Configuring the grader build in {build_dir} ...", flush=True)
+                index = build.configure(root, build_dir, submission)
+                tree = build.tree_name_for(index, tree_dir)
+            ok, log = build.build_target(build_dir, "workbook_device_info")
+            if not ok:
+                raise build.BuildError("the helper library does not compile:\n" + build.first_errors(log))
+        if index is None or tree is None:
+            raise build.BuildError(f"{build_dir} has no grader programs for {tree_dir}; run ./grade without "
+                                   "--no-build first")
+    except build.BuildError as e:
+        print(f"grade: {e}", file=sys.stderr)
+        return EXIT_BUILD
+
+    programs = build.programs(index, tree)
+    reference = build.programs(index, "solutions") if tree != "solutions" else None
+    compile_failures: Dict[str, str] = {}
+    for lesson in lessons:
+        if lesson.slug not in programs:
+            continue
+        if not args.no_build:
+            print(f"Building {lesson.slug} from {tree_dir} ...", flush=True)
+            ok, log = build.build_target(build_dir, build.grader_target(lesson.slug, tree))
+            if not ok:
+                compile_failures[lesson.slug] = build.first_errors(log)
+            if reference and lesson.slug in reference:
+                ok, _ = build.build_target(build_dir, build.grader_target(lesson.slug, "solutions"))
+                if not ok:
+                    reference.pop(lesson.slug)
+
+    device_query = query_device(index)
+    if device_query.returncode != 0:
+        reason = device_query.stderr.decode(errors="replace").strip() or "the GPU could not be queried."
+        built = [l.slug for l in lessons if l.slug in programs and l.slug not in compile_failures]
+        if built:
+            print(f"Compiled: {', '.join(built)}.")
+        for slug, errors in compile_failures.items():
+            print(f"{slug} does not compile:\n{errors}")
+        print(f"Nothing was graded. {reason}" + (" The grader needs an NVIDIA GPU with its driver."
+                                                if device_query.returncode == EXIT_NO_GPU else ""))
+        return EXIT_NO_GPU if device_query.returncode == EXIT_NO_GPU else EXIT_BUILD
+    device = json.loads(device_query.stdout)
+
+    seed = args.seed or random.randrange(1, 2**31)
+    print(f"Grading {tree_dir} with seed {seed} on {device.get('name')} "
+          f"(copy bandwidth {float(device.get('copy_bandwidth_gbps', 0)):.0f} GB/s)", flush=True)
+    grader = Grader(args, index, tree, reference, device, seed)
+    lesson_results = []
+    for lesson in lessons:
+        if lesson.slug in compile_failures:
+            lesson_results.append(lesson_not_gradable(
+                lesson, COMPILE_ERROR, "does not compile",
+                f"The compiler's first errors:\n{compile_failures[lesson.slug]}"))
+        elif lesson.slug not in programs:
+            lesson_results.append(lesson_not_gradable(
+                lesson, MISSING, f"no {lesson.slug}/ in {tree_dir}",
+                f"{tree_dir} has no folder {lesson.slug}/ with {', '.join(lesson.sources)}."))
+        else:
+            lesson_results.append(grader.grade_lesson(lesson, programs[lesson.slug]))
+
+    run = GradeRun(tree=str(tree_dir), seed=seed, device=device, lessons=lesson_results, sanitize=args.sanitize)
+    print()
+    print(format_scoreboard(run))
+    paths = write_reports(run, args.results)
+    print(f"\nWrote {' and '.join(os.path.relpath(p) for p in paths)}. Reproduce this run: ./grade --seed {seed}"
+          + (f" --tree {args.tree}" if args.tree != "exercises" else "")
+          + "".join(f" {l}" for l in args.lessons))
+    return EXIT_OK if run.all_passed else EXIT_NOT_ALL_PASSED

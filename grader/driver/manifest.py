@@ -1,0 +1,123 @@
+"""Reads lessons/manifest.json, the one list of lessons, tasks, points and thresholds."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+
+class ManifestError(Exception):
+    """The manifest is malformed, or a lesson asked for does not exist."""
+
+
+@dataclass
+class Task:
+    id: int
+    title: str
+    correctness_points: float
+    performance_points: float = 0.0
+    perf_metric: Optional[str] = None
+    perf_threshold: Optional[float] = None
+    hints: List[str] = field(default_factory=list)
+
+    @property
+    def tag(self) -> str:
+        return f"task_{self.id}"
+
+    @property
+    def max_points(self) -> float:
+        return self.correctness_points + self.performance_points
+
+
+@dataclass
+class Lesson:
+    slug: str
+    title: str
+    sources: List[str]
+    tasks: List[Task]
+    timeout_s: float = 60.0
+    sanitizers: List[str] = field(default_factory=lambda: ["memcheck"])
+
+    @property
+    def number(self) -> int:
+        return int(self.slug.split("_", 1)[0])
+
+    @property
+    def name(self) -> str:
+        return self.slug.split("_", 1)[1]
+
+    @property
+    def max_points(self) -> float:
+        return sum(t.max_points for t in self.tasks)
+
+
+_SLUG = re.compile(r"^\d{2}_[a-z0-9_]+$")
+
+
+def _task(raw: dict, slug: str) -> Task:
+    try:
+        points = raw["points"]
+        perf = raw.get("performance") or {}
+        task = Task(
+            id=int(raw["id"]),
+            title=str(raw["title"]),
+            correctness_points=float(points["correctness"]),
+            performance_points=float(points.get("performance", 0)),
+            perf_metric=perf.get("metric"),
+            perf_threshold=float(perf["threshold"]) if "threshold" in perf else None,
+            hints=[str(h) for h in raw.get("hints", [])],
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise ManifestError(f"lesson {slug}: a task is missing or has a bad field: {e}") from e
+    if task.performance_points and (task.perf_metric is None or task.perf_threshold is None):
+        raise ManifestError(f"lesson {slug} task {task.id}: performance points need a metric and a threshold")
+    return task
+
+
+def parse_manifest(data: dict) -> List[Lesson]:
+    """Lessons from the manifest's JSON object, validated, in manifest order."""
+    lessons = []
+    for raw in data.get("lessons", []):
+        slug = raw.get("slug", "")
+        if not _SLUG.match(slug):
+            raise ManifestError(f"lesson slug {slug!r} must look like 01_vector_add (two digits, underscore, name)")
+        tasks = [_task(t, slug) for t in raw.get("tasks", [])]
+        if [t.id for t in tasks] != list(range(1, len(tasks) + 1)):
+            raise ManifestError(f"lesson {slug}: tasks must be numbered 1, 2, 3, ... in order")
+        lessons.append(Lesson(slug=slug, title=str(raw.get("title", slug)), sources=list(raw.get("sources", [])),
+                              tasks=tasks, timeout_s=float(raw.get("timeout_s", 60)),
+                              sanitizers=list(raw.get("sanitizers", ["memcheck"]))))
+    slugs = [l.slug for l in lessons]
+    if slugs != sorted(slugs) or len(set(slugs)) != len(slugs):
+        raise ManifestError("lessons must be listed once each, in slug order")
+    return lessons
+
+
+def load_manifest(path: Path) -> List[Lesson]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise ManifestError(f"cannot read the lesson manifest {path}: {e}") from e
+    return parse_manifest(data)
+
+
+def select_lessons(lessons: List[Lesson], selectors: List[str]) -> List[Lesson]:
+    """The lessons named by number ("1", "01"), slug ("01_vector_add") or name
+    ("vector_add", "vector-add"); all of them when no selector is given."""
+    if not selectors:
+        return list(lessons)
+    chosen = []
+    for selector in selectors:
+        key = selector.strip().lower().replace("-", "_").rstrip("/")
+        key = key.split("/")[-1]
+        match = [l for l in lessons
+                 if key in (l.slug, l.name) or (key.isdigit() and int(key) == l.number)]
+        if not match:
+            known = ", ".join(l.slug for l in lessons)
+            raise ManifestError(f"no lesson matches {selector!r}; the lessons are: {known}")
+        for lesson in match:
+            if lesson not in chosen:
+                chosen.append(lesson)
+    return chosen

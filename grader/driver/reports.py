@@ -1,0 +1,145 @@
+"""The three views of a GradeRun: the scoreboard printed for the student, results.json in
+Gradescope's autograder format, and JUnit XML for any CI or LMS that reads it."""
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import List
+from xml.sax.saxutils import escape, quoteattr
+
+from .scoring import (COMPILE_ERROR, CRASHED, MISSING, NOT_IMPLEMENTED, NOT_RUN, PASSED, SKIPPED, STATUS_LABELS,
+                      TIMED_OUT, ComponentResult, GradeRun)
+
+
+def _points(x: float) -> str:
+    return f"{x:g}"
+
+
+def device_line(device: dict) -> str:
+    if not device:
+        return "GPU: none"
+    parts = [f"GPU: {device.get('name', '?')}"]
+    if "compute_capability" in device:
+        parts.append("sm_" + str(device["compute_capability"]).replace(".", ""))
+    if "sm_count" in device:
+        parts.append(f"{device['sm_count']} SMs")
+    if "copy_bandwidth_gbps" in device:
+        parts.append(f"measured copy bandwidth {float(device['copy_bandwidth_gbps']):.0f} GB/s")
+    return " · ".join(parts)
+
+
+def format_scoreboard(run: GradeRun) -> str:
+    """The scoreboard: a line per task component, points, the total, then what went wrong."""
+    lines: List[str] = []
+    mode = " · under compute-sanitizer" if run.sanitize else ""
+    lines.append(f"CUDA Workbook · graded: {run.tree} · seed {run.seed}{mode}")
+    lines.append(device_line(run.device))
+    problems = []
+    for lesson_result in run.lessons:
+        lesson = lesson_result.lesson
+        lines.append("")
+        head = f"{lesson.slug}  {lesson.title}"
+        lines.append(f"{head:<86} {_points(lesson_result.score):>4} / {_points(lesson.max_points)}")
+        for task_result in lesson_result.tasks:
+            task = task_result.task
+            lines.append(f"  Task {task.id}  {task.title}")
+            for c in task_result.components:
+                label = STATUS_LABELS[c.status]
+                lines.append(f"          {c.kind:<12} {label:<20} {_points(c.score):>3} / {_points(c.max_score):<3} "
+                             f"{c.summary if c.status != NOT_IMPLEMENTED else ''}".rstrip())
+                if c.status not in (PASSED, NOT_RUN, SKIPPED) and c.details:
+                    problems.append((f"{lesson.slug} · Task {task.id} · {c.kind}: {label}", c))
+    lines.append("")
+    lines.append(f"Total: {_points(run.score)} / {_points(run.max_score)}")
+    if problems:
+        lines.append("")
+        lines.append("What went wrong")
+        for title, c in problems:
+            lines.append("")
+            lines.append(title)
+            lines.append(textwrap.indent(c.details.strip(), "  "))
+    return "\n".join(lines)
+
+
+def _test_name(lesson_slug: str, task_id: int, task_title: str, kind: str) -> str:
+    return f"{lesson_slug} · Task {task_id} · {kind}: {task_title}"
+
+
+def gradescope_results(run: GradeRun) -> dict:
+    """results.json as Gradescope's autograder reads it: a test per task component."""
+    tests = []
+    for lesson_result in run.lessons:
+        for task_result in lesson_result.tasks:
+            task = task_result.task
+            for c in task_result.components:
+                output = f"{STATUS_LABELS[c.status]}: {c.summary}"
+                if c.details:
+                    output += "\n\n" + c.details.strip()
+                tests.append({
+                    "name": _test_name(lesson_result.lesson.slug, task.id, task.title, c.kind),
+                    "number": f"{lesson_result.lesson.number}.{task.id}" + (".p" if c.kind == "performance" else ""),
+                    "score": c.score,
+                    "max_score": c.max_score,
+                    "status": "passed" if c.status == PASSED else "failed",
+                    "output": output,
+                    "tags": [lesson_result.lesson.slug, task.tag, c.kind],
+                })
+    return {
+        "score": run.score,
+        "output": f"Graded {run.tree} with seed {run.seed}. {device_line(run.device)}",
+        "visibility": "visible",
+        "stdout_visibility": "visible",
+        "tests": tests,
+    }
+
+
+def _junit_case(lesson_slug: str, task_id: int, c: ComponentResult) -> str:
+    head = f'    <testcase classname={quoteattr(f"{lesson_slug}.task_{task_id}")} name={quoteattr(c.kind)}>'
+    body = escape(f"{c.summary}\n{c.details}".strip())
+    if c.status == PASSED:
+        return head + "</testcase>"
+    if c.status in (NOT_RUN, SKIPPED):
+        return head + f"<skipped message={quoteattr(c.summary)}/></testcase>"
+    if c.status in (CRASHED, TIMED_OUT, COMPILE_ERROR, MISSING):
+        return head + f"<error message={quoteattr(c.summary)} type={quoteattr(c.status)}>{body}</error></testcase>"
+    return head + f"<failure message={quoteattr(c.summary)} type={quoteattr(c.status)}>{body}</failure></testcase>"
+
+
+def junit_xml(run: GradeRun) -> str:
+    """JUnit XML: a test suite per lesson, a test case per task component."""
+    suites = []
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for lesson_result in run.lessons:
+        cases, counts = [], {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        for task_result in lesson_result.tasks:
+            for c in task_result.components:
+                counts["tests"] += 1
+                if c.status in (NOT_RUN, SKIPPED):
+                    counts["skipped"] += 1
+                elif c.status in (CRASHED, TIMED_OUT, COMPILE_ERROR, MISSING):
+                    counts["errors"] += 1
+                elif c.status != PASSED:
+                    counts["failures"] += 1
+                cases.append(_junit_case(lesson_result.lesson.slug, task_result.task.id, c))
+        for key in totals:
+            totals[key] += counts[key]
+        attrs = " ".join(f'{k}="{v}"' for k, v in counts.items())
+        suites.append(f"  <testsuite name={quoteattr(lesson_result.lesson.slug)} {attrs}>\n" + "\n".join(cases) +
+                      "\n  </testsuite>")
+    attrs = " ".join(f'{k}="{v}"' for k, v in totals.items())
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<testsuites name="cuda-workbook" {attrs}>\n' + "\n".join(suites) + "\n</testsuites>\n")
+
+
+def write_reports(run: GradeRun, directory) -> List[str]:
+    """Writes results.json and junit.xml into `directory`; returns their paths."""
+    import os
+    os.makedirs(directory, exist_ok=True)
+    json_path = os.path.join(directory, "results.json")
+    xml_path = os.path.join(directory, "junit.xml")
+    with open(json_path, "w", encoding="utf-8") as f:
+        json.dump(gradescope_results(run), f, indent=2)
+        f.write("\n")
+    with open(xml_path, "w", encoding="utf-8") as f:
+        f.write(junit_xml(run))
+    return [json_path, xml_path]

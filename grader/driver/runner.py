@@ -1,0 +1,115 @@
+"""Runs one selection of a grader program's tests in its own process, with a time limit.
+
+CUDA errors such as an illegal address poison the whole process, and a kernel that never
+ends raises nothing, so every task runs in a fresh process that is killed at its deadline.
+The program reports each test's start and end as JSON lines (grader/support/report_record.hpp);
+a start without an end names the test that crashed or hung."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+
+@dataclass
+class PhaseResult:
+    """What one run of a grader program left behind."""
+    records: List[dict] = field(default_factory=list)  # the "end" records, in order
+    unfinished_test: Optional[str] = None  # a test that started and never ended
+    fatal_signal: Optional[str] = None     # Catch2's report of a signal inside a test
+    returncode: Optional[int] = 0
+    timed_out: bool = False
+    timeout_s: float = 0.0
+    output_tail: str = ""
+    sanitizer_tool: Optional[str] = None
+    sanitizer_errors: int = 0
+    sanitizer_findings: List[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def killed_by(self) -> Optional[str]:
+        """The signal's name when the process died of one (not our timeout)."""
+        if self.returncode is not None and self.returncode < 0 and not self.timed_out:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return None
+
+    def metrics(self) -> Dict[str, float]:
+        merged: Dict[str, float] = {}
+        for record in self.records:
+            merged.update(record.get("metrics", {}))
+        return merged
+
+
+def parse_records(text: str, result: PhaseResult) -> None:
+    """Fills result.records, unfinished_test and fatal_signal from the report file's lines."""
+    open_test = None
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a crash
+        event = record.get("event")
+        if event == "start":
+            open_test = record.get("test")
+        elif event == "end":
+            result.records.append(record)
+            open_test = None
+        elif event == "fatal":
+            result.fatal_signal = "; ".join(record.get("messages", [])) or "a fatal signal"
+    result.unfinished_test = open_test
+
+
+def parse_sanitizer_output(text: str, result: PhaseResult) -> None:
+    """Collects compute-sanitizer's findings (lines starting with '=========')."""
+    findings = []
+    for line in text.splitlines():
+        if not line.startswith("========="):
+            continue
+        body = line[9:].strip()
+        if body.startswith("ERROR SUMMARY:"):
+            try:
+                result.sanitizer_errors = max(result.sanitizer_errors, int(body.split()[2]))
+            except (IndexError, ValueError):
+                pass
+        elif body and not body.startswith("COMPUTE-SANITIZER") and not body.startswith("Target application"):
+            findings.append(body)
+    result.sanitizer_findings = findings
+
+
+def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env: Dict[str, str],
+              sanitizer: Optional[Sequence[str]] = None, sanitizer_tool: Optional[str] = None) -> PhaseResult:
+    """Runs `program test_spec` (a Catch2 test spec such as "[task_1]~[perf]") and collects
+    its records. `sanitizer` is the compute-sanitizer command prefix, if any."""
+    result = PhaseResult(timeout_s=timeout_s, sanitizer_tool=sanitizer_tool)
+    with tempfile.TemporaryDirectory(prefix="workbook-grade-") as tmp:
+        report = os.path.join(tmp, "report.jsonl")
+        command = list(sanitizer or []) + [program, test_spec, "--rng-seed", str(seed), "--reporter", "compact"]
+        child_env = dict(os.environ, **env, WORKBOOK_REPORT=report)
+        start = time.monotonic()
+        # A new session, so a timeout kills the sanitizer and the program it started.
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=child_env,
+                                   start_new_session=True)
+        try:
+            output, _ = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            result.timed_out = True
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+        result.elapsed_s = time.monotonic() - start
+        result.returncode = process.returncode
+        text = output.decode("utf-8", errors="replace")
+        result.output_tail = "\n".join(text.splitlines()[-25:])
+        if sanitizer:
+            parse_sanitizer_output(text, result)
+        if os.path.exists(report):
+            with open(report, encoding="utf-8", errors="replace") as f:
+                parse_records(f.read(), result)
+    return result

@@ -1,0 +1,233 @@
+"""From what the grader programs reported to points and verdicts. Pure functions over
+PhaseResult, so every rule here is unit-tested without a GPU (grader/tests/test_scoring.py)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from .manifest import Lesson, Task
+from .runner import PhaseResult
+
+# Statuses of one component (correctness or performance) of a task.
+PASSED = "passed"
+FAILED = "failed"
+NOT_IMPLEMENTED = "not_implemented"
+CRASHED = "crashed"
+TIMED_OUT = "timed_out"
+COMPILE_ERROR = "compile_error"
+MISSING = "missing"
+NOT_RUN = "not_run"     # performance, when correctness did not pass
+SKIPPED = "skipped"     # performance under --sanitize; tests skipped for want of a GPU
+
+STATUS_LABELS = {
+    PASSED: "passed",
+    FAILED: "FAILED",
+    NOT_IMPLEMENTED: "not implemented yet",
+    CRASHED: "CRASHED",
+    TIMED_OUT: "TIMED OUT",
+    COMPILE_ERROR: "does not compile",
+    MISSING: "missing",
+    NOT_RUN: "not timed",
+    SKIPPED: "skipped",
+}
+
+# CUDA errors after which the process cannot go on: the kernel crashed.
+_CRASH_ERRORS = {
+    "cudaErrorIllegalAddress": "illegal memory access",
+    "cudaErrorLaunchFailure": "unspecified launch failure",
+    "cudaErrorMisalignedAddress": "misaligned memory access",
+    "cudaErrorIllegalInstruction": "illegal instruction",
+    "cudaErrorHardwareStackError": "stack overflow in a kernel",
+    "cudaErrorAssert": "a device-side assert fired",
+    "cudaErrorLaunchTimeout": "the kernel ran too long and was stopped",
+}
+_CUDA_ERROR = re.compile(r"\b(cudaError[A-Za-z]+)\b")
+
+METRIC_LABELS = {"fraction_of_copy_bandwidth": "of the measured copy bandwidth",
+                 "fraction_of_cublas": "of cuBLAS", "fraction_of_cub": "of CUB"}
+
+
+@dataclass
+class ComponentResult:
+    """Correctness or performance of one task."""
+    kind: str            # "correctness" or "performance"
+    status: str
+    score: float
+    max_score: float
+    summary: str         # one line for the scoreboard
+    details: str = ""    # what was expected, what came back, hints
+    metrics: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+
+@dataclass
+class TaskResult:
+    task: Task
+    correctness: ComponentResult
+    performance: Optional[ComponentResult] = None
+
+    @property
+    def components(self) -> List[ComponentResult]:
+        return [self.correctness] + ([self.performance] if self.performance else [])
+
+    @property
+    def score(self) -> float:
+        return sum(c.score for c in self.components)
+
+
+@dataclass
+class LessonResult:
+    lesson: Lesson
+    tasks: List[TaskResult]
+
+    @property
+    def score(self) -> float:
+        return sum(t.score for t in self.tasks)
+
+
+@dataclass
+class GradeRun:
+    """Everything one ./grade run found: what it graded, where, and the results."""
+    tree: str
+    seed: int
+    device: Dict[str, object]
+    lessons: List[LessonResult]
+    sanitize: bool = False
+
+    @property
+    def score(self) -> float:
+        return sum(l.score for l in self.lessons)
+
+    @property
+    def max_score(self) -> float:
+        return sum(l.lesson.max_points for l in self.lessons)
+
+    @property
+    def all_passed(self) -> bool:
+        return all(c.status in (PASSED, SKIPPED) and (c.status == PASSED or c.kind == "performance")
+                   for l in self.lessons for t in l.tasks for c in t.components) and bool(self.lessons)
+
+
+def _hints(task: Task) -> str:
+    return "\n".join(f"Hint {i}: {h}" for i, h in enumerate(task.hints, 1))
+
+
+def _messages(phase: PhaseResult) -> List[str]:
+    return [m for r in phase.records for m in r.get("messages", [])]
+
+
+def _crash(phase: PhaseResult, lesson_slug: str) -> Optional[ComponentResult]:
+    """A crash or a hang, if the phase had one; None when the program ran to the end."""
+    where = f" in \"{phase.unfinished_test}\"" if phase.unfinished_test else ""
+    if phase.timed_out:
+        return ComponentResult("", TIMED_OUT, 0, 0,
+                               f"timed out after {phase.timeout_s:g} s{where}",
+                               f"The test did not finish within {phase.timeout_s:g} s: a kernel that never ends. "
+                               "Does every loop advance (i += stride) and end (i < n)?")
+    text = "\n".join(_messages(phase)) + "\n" + phase.output_tail
+    for code in _CUDA_ERROR.findall(text):
+        if code in _CRASH_ERRORS:
+            return ComponentResult("", CRASHED, 0, 0,
+                                   f"crashed: {_CRASH_ERRORS[code]} ({code})",
+                                   f"A kernel crashed with {code}. Nothing after it can run in that process.\n"
+                                   f"Run ./grade --sanitize {lesson_slug[:2]} to find the source line.")
+    if phase.fatal_signal or phase.killed_by or phase.unfinished_test:
+        cause = phase.fatal_signal or (f"killed by {phase.killed_by}" if phase.killed_by else "it stopped early")
+        tail = "\n".join(phase.output_tail.splitlines()[-8:])
+        return ComponentResult("", CRASHED, 0, 0, f"crashed{where}: {cause}",
+                               f"The program ended abnormally ({cause}). Last output:\n{tail}")
+    return None
+
+
+def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str) -> ComponentResult:
+    """Full correctness points when every test of the task passed; a verdict otherwise."""
+    points = task.correctness_points
+    crash = _crash(phase, lesson_slug)
+    if crash:
+        crash.kind, crash.max_score = "correctness", points
+        crash.details += "\n" + _hints(task)
+        return crash
+    if phase.sanitizer_errors:
+        findings = "\n".join(phase.sanitizer_findings[:15])
+        return ComponentResult("correctness", FAILED, 0, points,
+                               f"{phase.sanitizer_tool} found {phase.sanitizer_errors} error(s)",
+                               f"compute-sanitizer --tool {phase.sanitizer_tool}:\n{findings}\n{_hints(task)}")
+    records = phase.records
+    if not records:
+        return ComponentResult("correctness", FAILED, 0, points, "no test ran",
+                               "The grader program ran no test for this task (exit code "
+                               f"{phase.returncode}). Output:\n{phase.output_tail}")
+    outcomes = [r.get("outcome") for r in records]
+    if NOT_IMPLEMENTED in outcomes:
+        message = next(m for r in records if r.get("outcome") == NOT_IMPLEMENTED for m in r.get("messages", []))
+        return ComponentResult("correctness", NOT_IMPLEMENTED, 0, points, "not implemented yet", message)
+    failed = [r for r in records if r.get("outcome") == "failed"]
+    if failed:
+        message = "\n".join(failed[0].get("messages", []))
+        first_line = next((line for line in message.splitlines() if "wrong" in line or "written" in line
+                           or "threw" in line or "not implemented" in line), "")
+        summary = first_line.strip() or "wrong result"
+        if "cudaErrorInvalidConfiguration" in message:
+            summary = "a launch had an invalid configuration"
+        return ComponentResult("correctness", FAILED, 0, points, summary[:100], message + "\n" + _hints(task))
+    if all(o == "skipped" for o in outcomes):
+        reason = "\n".join(_messages(phase))
+        return ComponentResult("correctness", SKIPPED, 0, points, "skipped: " + reason.splitlines()[0], reason)
+    return ComponentResult("correctness", PASSED, points, points, "correct")
+
+
+def judge_performance(task: Task, correctness: ComponentResult, phase: Optional[PhaseResult], lesson_slug: str,
+                      reference: Optional[PhaseResult] = None) -> Optional[ComponentResult]:
+    """Performance points when the metric reaches the manifest's threshold. Only correct
+    kernels are timed. The reference solution's figure, when given, is reported beside it."""
+    if not task.performance_points:
+        return None
+    points = task.performance_points
+    if not correctness.passed:
+        return ComponentResult("performance", NOT_RUN, 0, points, "not timed: correctness must pass first")
+    if phase is None:
+        return ComponentResult("performance", SKIPPED, 0, points, "not timed under --sanitize")
+    crash = _crash(phase, lesson_slug)
+    if crash:
+        crash.kind, crash.max_score = "performance", points
+        return crash
+    failed = [r for r in phase.records if r.get("outcome") == "failed"]
+    metrics = phase.metrics()
+    if failed or task.perf_metric not in metrics:
+        message = "\n".join(m for r in failed for m in r.get("messages", [])) or phase.output_tail
+        return ComponentResult("performance", FAILED, 0, points, "could not be measured", message, metrics)
+
+    value = metrics[task.perf_metric]
+    threshold = task.perf_threshold or 0.0
+    label = METRIC_LABELS.get(task.perf_metric, task.perf_metric)
+    summary = f"{value:.0%} {label}"
+    if "gbps" in metrics:
+        summary += f" ({metrics['gbps']:.0f} GB/s)"
+    ref_metrics = reference.metrics() if reference else {}
+    if "gbps" in metrics and ref_metrics.get("gbps"):
+        metrics["fraction_of_reference"] = metrics["gbps"] / ref_metrics["gbps"]
+        summary += f", {metrics['fraction_of_reference']:.0%} of the reference"
+    details = f"threshold: {threshold:.0%} {label}"
+    if value >= threshold:
+        return ComponentResult("performance", PASSED, points, points, summary, details, metrics)
+    details += ("\nHint: a memory-bound kernel should move data at close to the copy bandwidth. Are consecutive "
+                "threads reading consecutive elements, and does the grid give every SM work?")
+    return ComponentResult("performance", FAILED, 0, points, summary + f", below the {threshold:.0%} threshold",
+                           details, metrics)
+
+
+def lesson_not_gradable(lesson: Lesson, status: str, summary: str, details: str) -> LessonResult:
+    """Every task of a lesson with the same verdict (compile error, lesson missing)."""
+    tasks = []
+    for task in lesson.tasks:
+        correctness = ComponentResult("correctness", status, 0, task.correctness_points, summary, details)
+        performance = None
+        if task.performance_points:
+            performance = ComponentResult("performance", NOT_RUN, 0, task.performance_points,
+                                          "not timed: correctness must pass first")
+        tasks.append(TaskResult(task, correctness, performance))
+    return LessonResult(lesson, tasks)
