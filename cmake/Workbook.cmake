@@ -65,7 +65,11 @@ function(workbook_add_lesson slug)
     get_filename_component(name "${example}" NAME_WE)
     add_executable(example_${slug}_${name} "${example}")
     target_link_libraries(example_${slug}_${name} PRIVATE workbook::common)
-    set_property(GLOBAL APPEND PROPERTY WORKBOOK_EXAMPLES "example_${slug}_${name}")
+    if(WORKBOOK_BUILD_TESTS)
+      # Examples quoted in a lesson must run: exit 0, or 77 (skipped) without a GPU.
+      add_test(NAME lessons.${slug}.example_${name} COMMAND example_${slug}_${name})
+      set_tests_properties(lessons.${slug}.example_${name} PROPERTIES SKIP_RETURN_CODE 77)
+    endif()
   endforeach()
 endfunction()
 

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -37,6 +38,11 @@ std::string no_gpu_reason() {
       return std::string("the CUDA runtime cannot use a GPU here: ") + cudaGetErrorName(code) + " (" +
              cudaGetErrorString(code) + ")";
   }
+}
+
+int exit_without_gpu(const char* program) {
+  std::fprintf(stderr, "%s: needs a GPU: %s.\n", program, no_gpu_reason().c_str());
+  return 77;
 }
 
 DeviceInfo query_device(int device) {

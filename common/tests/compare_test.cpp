@@ -72,7 +72,7 @@ TEST_CASE("NaN matches only NaN", "[compare]") {
   CHECK_FALSE(compare_to_reference(std::vector<float>{nan, nan}.data(), expected.data(), 2, {}).ok());
 }
 
-TEST_CASE("only the first few mismatches are listed, the rest counted", "[compare]") {
+TEST_CASE("only the first few mismatches are listed and the rest counted", "[compare]") {
   std::vector<float> expected(100, 0.0f), got(100, 1.0f);
   const auto report = compare_to_reference(got.data(), expected.data(), 100, {}, 5);
   CHECK(report.wrong == 100);

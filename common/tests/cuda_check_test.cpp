@@ -6,7 +6,7 @@
 
 using Catch::Matchers::ContainsSubstring;
 
-TEST_CASE("a failed call throws CudaError naming call, file, line and error", "[cuda_check]") {
+TEST_CASE("a failed call throws CudaError naming call and file and line and error", "[cuda_check]") {
   try {
     WORKBOOK_CUDA_CHECK(cudaErrorInvalidConfiguration);
     FAIL("no exception");

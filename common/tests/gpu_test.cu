@@ -96,7 +96,7 @@ TEST_CASE("a launch with 2048 threads per block throws a CudaError naming the pr
   CHECK(cudaGetLastError() == cudaSuccess);  // launch errors are not sticky
 }
 
-TEST_CASE("the event timer measures device time, not launch time", "[gpu]") {
+TEST_CASE("the event timer measures device time and not launch time", "[gpu]") {
   REQUIRE_GPU();
   workbook::TimingOptions options;
   options.samples = 5;

@@ -5,7 +5,7 @@
 
 #include <set>
 
-TEST_CASE("the same seed gives the same values, another seed other values", "[random]") {
+TEST_CASE("the same seed gives the same values and another seed other values", "[random]") {
   const auto a = workbook::random_floats(1000, 42);
   const auto b = workbook::random_floats(1000, 42);
   const auto c = workbook::random_floats(1000, 43);
@@ -13,7 +13,7 @@ TEST_CASE("the same seed gives the same values, another seed other values", "[ra
   CHECK(a != c);
 }
 
-TEST_CASE("values lie in [lo, hi) and spread over it", "[random]") {
+TEST_CASE("values lie between lo and hi and spread over the range", "[random]") {
   const auto values = workbook::random_floats(100000, 7, -2.0f, 3.0f);
   float lo = 10, hi = -10;
   double sum = 0;

@@ -83,6 +83,7 @@ def gradescope_results(run: GradeRun) -> dict:
                     "status": "passed" if c.status == PASSED else "failed",
                     "output": output,
                     "tags": [lesson_result.lesson.slug, task.tag, c.kind],
+                    "extra_data": {"status": c.status, "metrics": c.metrics},
                 })
     return {
         "score": run.score,

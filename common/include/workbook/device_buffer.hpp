@@ -31,9 +31,11 @@ public:
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
+  /// Takes over \p other's memory; \p other is left empty.
   DeviceBuffer(DeviceBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
 
+  /// Frees this buffer's memory, then takes over \p other's.
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
       release();
@@ -91,9 +93,11 @@ public:
   PinnedBuffer(const PinnedBuffer&) = delete;
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
 
+  /// Takes over \p other's memory; \p other is left empty.
   PinnedBuffer(PinnedBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
 
+  /// Frees this buffer's memory, then takes over \p other's.
   PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
     if (this != &other) {
       release();

@@ -31,6 +31,10 @@ int cuda_device_count() noexcept;
 /// One sentence saying why no GPU can be used (no device, no driver, driver too old).
 std::string no_gpu_reason();
 
+/// For programs that need a GPU and found none: prints why to stderr and returns 77, the
+/// exit status CTest (SKIP_RETURN_CODE) and automake read as "skipped".
+int exit_without_gpu(const char* program);
+
 /// Reads the properties of \p device. Throws CudaError on failure.
 DeviceInfo query_device(int device = 0);
 

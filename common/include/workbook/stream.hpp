@@ -16,7 +16,9 @@ public:
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
+  /// Takes over \p other's stream; \p other is left empty.
   Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+  /// Destroys this stream, then takes over \p other's.
   Stream& operator=(Stream&& other) noexcept;
 
   /// The raw handle, for launches (`kernel<<<g, b, 0, s.get()>>>`) and async copies.
@@ -36,7 +38,9 @@ public:
   ~Event();
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
+  /// Takes over \p other's event; \p other is left empty.
   Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  /// Destroys this event, then takes over \p other's.
   Event& operator=(Event&& other) noexcept;
 
   /// Enqueues the event on \p stream.

@@ -3,7 +3,7 @@
 
 #include <catch2/catch_test_macros.hpp>
 
-TEST_CASE("a start record has event, test and tags", "[report]") {
+TEST_CASE("a start record has event and test and tags", "[report]") {
   grader::TestRecord r;
   r.event = "start";
   r.test = "Task 1: correct";
@@ -11,7 +11,7 @@ TEST_CASE("a start record has event, test and tags", "[report]") {
   CHECK(grader::format_record(r) == R"({"event": "start", "test": "Task 1: correct", "tags": ["task_1"]})");
 }
 
-TEST_CASE("an end record carries outcome, messages and metrics", "[report]") {
+TEST_CASE("an end record carries outcome and messages and metrics", "[report]") {
   grader::TestRecord r;
   r.event = "end";
   r.test = "t";

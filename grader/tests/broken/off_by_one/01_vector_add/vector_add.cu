@@ -1,0 +1,10 @@
+// Broken on purpose (task 1): i <= n lets one thread write element n.
+#include "vector_add.hpp"
+
+__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i <= n) c[i] = a[i] + b[i];
+}
+
+__global__ void vector_add_grid_stride(const float*, const float*, float*, int) {}
+void vector_add_host(const float*, const float*, float*, int) {}

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""End-to-end check of the grader on a GPU: grade a tree with ./grade and compare every
+task's verdict with an expectations file. Used by ctest for the reference solutions (full
+marks), the untouched exercises (all "not implemented yet") and each broken variant of
+lesson 01 (caught, with the right diagnosis).
+
+Expectations: {"<lesson slug>": {"<task id>": {"correctness": STATUS or
+{"status": STATUS, "contains": [text that must appear in the verdict]}, "performance": ...}}}
+
+Exit codes: 0 as expected, 1 not as expected, 77 no GPU (ctest reports it as skipped)."""
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SKIP = 77
+
+
+def check(results: dict, expected: dict) -> list:
+    by_key = {}
+    for test in results["tests"]:
+        slug, task_tag, kind = test["tags"]
+        by_key[(slug, task_tag.split("_")[1], kind)] = test
+    problems = []
+    for slug, tasks in expected.items():
+        for task_id, kinds in tasks.items():
+            for kind, want in kinds.items():
+                want = {"status": want} if isinstance(want, str) else want
+                test = by_key.get((slug, task_id, kind))
+                where = f"{slug} task {task_id} {kind}"
+                if test is None:
+                    problems.append(f"{where}: not in results.json")
+                    continue
+                got = test["extra_data"]["status"]
+                if got != want["status"]:
+                    problems.append(f"{where}: expected {want['status']}, got {got}:\n{test['output']}")
+                for text in want.get("contains", []):
+                    if text not in test["output"]:
+                        problems.append(f"{where}: the verdict does not mention {text!r}:\n{test['output']}")
+                if want["status"] == "passed" and test["score"] != test["max_score"]:
+                    problems.append(f"{where}: passed with {test['score']} of {test['max_score']} points")
+                if want["status"] != "passed" and test["score"] != 0:
+                    problems.append(f"{where}: {got} but scored {test['score']} points")
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build-dir", required=True)
+    parser.add_argument("--tree", required=True)
+    parser.add_argument("--expect", required=True)
+    parser.add_argument("--lesson", action="append", default=[])
+    args = parser.parse_args()
+    expected = json.loads(Path(args.expect).read_text())
+    with tempfile.TemporaryDirectory() as results_dir:
+        command = [sys.executable, str(ROOT / "grade"), "--no-build", "--build-dir", args.build_dir,
+                   "--tree", args.tree, "--results", results_dir] + (args.lesson or list(expected))
+        process = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        output = process.stdout.decode(errors="replace")
+        print(output)
+        if process.returncode == 3:
+            print("skipped: no GPU")
+            return SKIP
+        results_path = Path(results_dir) / "results.json"
+        if not results_path.exists():
+            print(f"FAIL: ./grade exited {process.returncode} without writing results.json")
+            return 1
+        results = json.loads(results_path.read_text())
+    problems = check(results, expected)
+    all_pass_expected = all((v if isinstance(v, str) else v["status"]) == "passed"
+                            for tasks in expected.values() for kinds in tasks.values() for v in kinds.values())
+    if (process.returncode == 0) != all_pass_expected:
+        problems.append(f"./grade exited {process.returncode}; expected "
+                        f"{'0 (all passed)' if all_pass_expected else '1 (not all passed)'}")
+    for p in problems:
+        print("FAIL:", p)
+    print(f"{len(problems)} problem(s)" if problems else "as expected")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The manifest: parsing, validation and choosing lessons by number, slug or name."""
+import copy
+import json
+import unittest
+from pathlib import Path
+
+from helpers import MANIFEST
+from driver.manifest import ManifestError, load_manifest, parse_manifest, select_lessons
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class ManifestTest(unittest.TestCase):
+    def test_tasks_points_and_thresholds_are_read(self):
+        lesson = parse_manifest(MANIFEST)[0]
+        self.assertEqual(lesson.number, 1)
+        self.assertEqual(lesson.name, "vector_add")
+        self.assertEqual([t.tag for t in lesson.tasks], ["task_1", "task_2"])
+        self.assertEqual(lesson.tasks[0].perf_threshold, 0.6)
+        self.assertEqual(lesson.max_points, 9)
+
+    def test_lessons_are_chosen_by_number_slug_or_name(self):
+        lessons = parse_manifest(MANIFEST)
+        for selector in ["1", "01", "01_vector_add", "vector_add", "vector-add", "exercises/01_vector_add/"]:
+            self.assertEqual([l.slug for l in select_lessons(lessons, [selector])], ["01_vector_add"], selector)
+        self.assertEqual(len(select_lessons(lessons, [])), 1)
+
+    def test_an_unknown_lesson_names_the_known_ones(self):
+        with self.assertRaisesRegex(ManifestError, "no lesson matches 'matmul'.*01_vector_add"):
+            select_lessons(parse_manifest(MANIFEST), ["matmul"])
+
+    def test_performance_points_need_a_threshold(self):
+        bad = copy.deepcopy(MANIFEST)
+        del bad["lessons"][0]["tasks"][0]["performance"]
+        with self.assertRaisesRegex(ManifestError, "need a metric and a threshold"):
+            parse_manifest(bad)
+
+    def test_tasks_are_numbered_in_order(self):
+        bad = copy.deepcopy(MANIFEST)
+        bad["lessons"][0]["tasks"][1]["id"] = 3
+        with self.assertRaisesRegex(ManifestError, "numbered"):
+            parse_manifest(bad)
+
+    def test_slugs_are_zero_padded(self):
+        bad = copy.deepcopy(MANIFEST)
+        bad["lessons"][0]["slug"] = "1_vector_add"
+        with self.assertRaisesRegex(ManifestError, "two digits"):
+            parse_manifest(bad)
+
+    def test_the_real_manifest_is_valid_and_matches_the_trees(self):
+        lessons = load_manifest(ROOT / "lessons" / "manifest.json")
+        self.assertTrue(lessons)
+        for lesson in lessons:
+            for tree in ["exercises", "solutions"]:
+                for source in lesson.sources:
+                    self.assertTrue((ROOT / tree / lesson.slug / source).is_file(), f"{tree}/{lesson.slug}/{source}")
+            self.assertTrue((ROOT / "lessons" / lesson.slug / "README.md").is_file())
+            self.assertTrue(list((ROOT / "grader" / lesson.slug).glob("*.cu")))
+
+    def test_every_task_has_its_todo_marker_and_lesson_heading(self):
+        for lesson in load_manifest(ROOT / "lessons" / "manifest.json"):
+            exercise = "".join((ROOT / "exercises" / lesson.slug / s).read_text() for s in lesson.sources)
+            solution = "".join((ROOT / "solutions" / lesson.slug / s).read_text() for s in lesson.sources)
+            text = (ROOT / "lessons" / lesson.slug / "README.md").read_text()
+            tests = "".join(p.read_text() for p in (ROOT / "grader" / lesson.slug).glob("*.cu"))
+            for task in lesson.tasks:
+                self.assertIn(f"TODO(task {task.id})", exercise)
+                self.assertIn(f"## Task {task.id}", text)
+                self.assertIn(f'"[{task.tag}]"', tests)
+                if task.performance_points:
+                    self.assertIn(f'"[{task.tag}][perf]"', tests)
+            self.assertNotIn("TODO(task", solution)
+
+
+if __name__ == "__main__":
+    unittest.main()

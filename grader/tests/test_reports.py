@@ -1,0 +1,90 @@
+"""Report writers: the scoreboard, Gradescope's results.json and JUnit XML."""
+import json
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+from helpers import lesson
+from driver import scoring
+from driver.reports import format_scoreboard, gradescope_results, junit_xml, write_reports
+from check_grades import check
+
+
+def sample_run():
+    l = lesson()
+    t1 = scoring.TaskResult(
+        l.tasks[0],
+        scoring.ComponentResult("correctness", scoring.PASSED, 3, 3, "correct"),
+        scoring.ComponentResult("performance", scoring.FAILED, 0, 2, "1% of copy", "threshold: 60% <&>",
+                                {"fraction_of_copy_bandwidth": 0.01}))
+    t2 = scoring.TaskResult(l.tasks[1], scoring.ComponentResult("correctness", scoring.CRASHED, 0, 4,
+                                                                "crashed: illegal memory access", "run --sanitize"))
+    device = {"name": "NVIDIA H100", "compute_capability": "9.0", "sm_count": 132, "copy_bandwidth_gbps": 3000.0}
+    return scoring.GradeRun("exercises", 1234, device, [scoring.LessonResult(l, [t1, t2])])
+
+
+class ScoreboardTest(unittest.TestCase):
+    def test_lists_every_component_with_points_and_the_total(self):
+        text = format_scoreboard(sample_run())
+        self.assertIn("seed 1234", text)
+        self.assertIn("NVIDIA H100 · sm_90 · 132 SMs · measured copy bandwidth 3000 GB/s", text)
+        self.assertIn("correctness  passed", text)
+        self.assertIn("performance  FAILED", text)
+        self.assertIn("CRASHED", text)
+        self.assertIn("Total: 3 / 9", text)
+
+    def test_explains_what_went_wrong(self):
+        text = format_scoreboard(sample_run())
+        self.assertIn("What went wrong", text)
+        self.assertIn("01_vector_add · Task 2 · correctness: CRASHED", text)
+        self.assertIn("run --sanitize", text)
+
+
+class GradescopeTest(unittest.TestCase):
+    def test_has_a_test_per_component_with_scores_and_status(self):
+        results = gradescope_results(sample_run())
+        self.assertEqual(results["score"], 3)
+        self.assertEqual(len(results["tests"]), 3)
+        first = results["tests"][0]
+        self.assertEqual((first["score"], first["max_score"], first["status"]), (3, 3, "passed"))
+        self.assertEqual(first["number"], "1.1")
+        self.assertEqual(results["tests"][1]["status"], "failed")
+        self.assertEqual(results["tests"][2]["extra_data"]["status"], "crashed")
+        for test in results["tests"]:
+            self.assertTrue({"name", "score", "max_score", "status", "output"} <= set(test))
+
+    def test_written_files_parse(self):
+        with tempfile.TemporaryDirectory() as d:
+            json_path, xml_path = write_reports(sample_run(), d)
+            with open(json_path) as f:
+                self.assertEqual(json.load(f)["score"], 3)
+            ET.parse(xml_path)
+
+
+class JUnitTest(unittest.TestCase):
+    def test_counts_failures_and_errors_and_escapes_text(self):
+        root = ET.fromstring(junit_xml(sample_run()))
+        self.assertEqual(root.get("tests"), "3")
+        self.assertEqual(root.get("failures"), "1")
+        self.assertEqual(root.get("errors"), "1")
+        cases = root.findall("./testsuite/testcase")
+        self.assertEqual(cases[0].get("classname"), "01_vector_add.task_1")
+        self.assertIsNone(cases[0].find("failure"))
+        self.assertIn("<&>", cases[1].find("failure").text)
+        self.assertEqual(cases[2].find("error").get("type"), "crashed")
+
+
+class CheckGradesTest(unittest.TestCase):
+    """The end-to-end checker must itself be able to fail."""
+
+    def test_a_wrong_status_or_missing_text_is_reported(self):
+        results = gradescope_results(sample_run())
+        self.assertEqual(check(results, {"01_vector_add": {"1": {"correctness": "passed"}}}), [])
+        self.assertTrue(check(results, {"01_vector_add": {"1": {"performance": "passed"}}}))
+        self.assertTrue(check(results, {"01_vector_add": {"2": {"correctness": {
+            "status": "crashed", "contains": ["timed out"]}}}}))
+        self.assertTrue(check(results, {"01_vector_add": {"3": {"correctness": "passed"}}}))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,129 @@
+"""Scoring rules: points only for what passed, performance only for correct kernels,
+crashes and hangs named as such."""
+import unittest
+
+from helpers import lesson, phase
+from driver import scoring
+from driver.scoring import judge_correctness, judge_performance
+
+
+class CorrectnessTest(unittest.TestCase):
+    def setUp(self):
+        self.task = lesson().tasks[0]
+
+    def judge(self, p):
+        return judge_correctness(self.task, p, "01_vector_add")
+
+    def test_all_passed_gives_full_points(self):
+        r = self.judge(phase(("passed", [], {})))
+        self.assertEqual((r.status, r.score, r.max_score), (scoring.PASSED, 3, 3))
+
+    def test_one_failure_gives_zero_with_the_message_and_hints(self):
+        r = self.judge(phase(("passed", [], {}), ("failed", ["n := 33\n3 of 33 elements are wrong"], {})))
+        self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
+        self.assertIn("3 of 33 elements are wrong", r.summary)
+        self.assertIn("n := 33", r.details)
+        self.assertIn("Hint 1: Use i < n.", r.details)
+
+    def test_not_implemented_is_its_own_verdict(self):
+        r = self.judge(phase(("not_implemented", ["not implemented yet: vector_add wrote nothing"], {})))
+        self.assertEqual((r.status, r.score), (scoring.NOT_IMPLEMENTED, 0))
+        self.assertIn("vector_add wrote nothing", r.details)
+
+    def test_a_timeout_names_the_test_that_hung(self):
+        r = self.judge(phase(timed_out=True, timeout_s=30, unfinished_test="Task 1: correct"))
+        self.assertEqual((r.status, r.score), (scoring.TIMED_OUT, 0))
+        self.assertIn("timed out after 30 s", r.summary)
+        self.assertIn("Task 1: correct", r.summary)
+
+    def test_an_illegal_address_is_a_crash_with_the_sanitizer_hint(self):
+        r = self.judge(phase(("failed", ["threw: x.cu:9: cudaMemcpy failed: cudaErrorIllegalAddress (an illegal "
+                                         "memory access was encountered)"], {})))
+        self.assertEqual(r.status, scoring.CRASHED)
+        self.assertIn("illegal memory access", r.summary)
+        self.assertIn("./grade --sanitize 01", r.details)
+
+    def test_death_by_signal_is_a_crash(self):
+        r = self.judge(phase(returncode=-11, unfinished_test="Task 1: correct", output_tail="boom"))
+        self.assertEqual(r.status, scoring.CRASHED)
+        self.assertIn("SIGSEGV", r.summary)
+
+    def test_an_invalid_launch_configuration_is_a_failure_not_a_crash(self):
+        r = self.judge(phase(("failed", ["threw: cudaErrorInvalidConfiguration (invalid configuration argument)"],
+                              {})))
+        self.assertEqual(r.status, scoring.FAILED)
+        self.assertIn("invalid configuration", r.summary)
+
+    def test_sanitizer_findings_fail_the_task(self):
+        p = phase(("passed", [], {}), sanitizer_tool="memcheck", sanitizer_errors=2,
+                  sanitizer_findings=["Invalid __global__ write of size 4 bytes", "at vector_add+0x70 in x.cu:7"])
+        r = self.judge(p)
+        self.assertEqual(r.status, scoring.FAILED)
+        self.assertIn("memcheck found 2 error(s)", r.summary)
+        self.assertIn("x.cu:7", r.details)
+
+    def test_no_records_is_never_a_pass(self):
+        r = self.judge(phase(returncode=0))
+        self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
+
+    def test_all_skipped_is_not_a_pass(self):
+        r = self.judge(phase(("skipped", ["no CUDA-capable GPU"], {})))
+        self.assertEqual((r.status, r.score), (scoring.SKIPPED, 0))
+
+
+class PerformanceTest(unittest.TestCase):
+    def setUp(self):
+        self.task = lesson().tasks[0]
+        self.correct = judge_correctness(self.task, phase(("passed", [], {})), "01")
+
+    def perf(self, fraction, gbps=1000.0, reference=None):
+        return judge_performance(self.task, self.correct, phase(
+            ("passed", [], {"fraction_of_copy_bandwidth": fraction, "gbps": gbps})), "01", reference)
+
+    def test_at_or_above_the_threshold_earns_the_points(self):
+        self.assertEqual(self.perf(0.6).score, 2)
+        self.assertEqual(self.perf(0.93).status, scoring.PASSED)
+
+    def test_below_the_threshold_earns_nothing_and_says_so(self):
+        r = self.perf(0.001)
+        self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
+        self.assertIn("below the 60% threshold", r.summary)
+
+    def test_the_reference_ratio_is_reported(self):
+        reference = phase(("passed", [], {"fraction_of_copy_bandwidth": 0.9, "gbps": 2000.0}))
+        r = self.perf(0.45, gbps=1000.0, reference=reference)
+        self.assertAlmostEqual(r.metrics["fraction_of_reference"], 0.5)
+        self.assertIn("50% of the reference", r.summary)
+
+    def test_incorrect_kernels_are_not_timed(self):
+        wrong = judge_correctness(self.task, phase(("failed", ["wrong"], {})), "01")
+        r = judge_performance(self.task, wrong, phase(("passed", [], {"fraction_of_copy_bandwidth": 1.0})), "01")
+        self.assertEqual((r.status, r.score), (scoring.NOT_RUN, 0))
+
+    def test_a_missing_metric_is_a_failure(self):
+        r = judge_performance(self.task, self.correct, phase(("passed", [], {})), "01")
+        self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
+
+    def test_tasks_without_performance_points_have_no_performance_component(self):
+        host_task = lesson().tasks[1]
+        self.assertIsNone(judge_performance(host_task, self.correct, None, "01"))
+
+
+class RunTest(unittest.TestCase):
+    def test_all_passed_needs_every_component(self):
+        l = lesson()
+        ok = scoring.ComponentResult("correctness", scoring.PASSED, 3, 3, "")
+        bad = scoring.ComponentResult("performance", scoring.FAILED, 0, 2, "")
+        run = scoring.GradeRun("t", 1, {}, [scoring.LessonResult(l, [scoring.TaskResult(l.tasks[0], ok, bad)])])
+        self.assertFalse(run.all_passed)
+        self.assertEqual(run.score, 3)
+        self.assertEqual(run.max_score, 9)
+
+    def test_a_lesson_that_does_not_compile_scores_zero_everywhere(self):
+        result = scoring.lesson_not_gradable(lesson(), scoring.COMPILE_ERROR, "does not compile", "x.cu:3: error")
+        self.assertEqual(result.score, 0)
+        self.assertTrue(all(t.correctness.status == scoring.COMPILE_ERROR for t in result.tasks))
+
+
+if __name__ == "__main__":
+    unittest.main()

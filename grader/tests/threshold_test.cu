@@ -1,0 +1,42 @@
+// The performance threshold of lesson 01 must separate a plain correct kernel from a
+// pathological launch: the reference kernels pass it, a grid of one block of one thread
+// does not. The threshold comes from lessons/manifest.json through CMake.
+#include "vector_add.hpp"
+
+#include "workbook/workbook.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+
+namespace {
+
+double fraction_of_copy(int grid, int block, std::size_t n, int samples) {
+  workbook::DeviceBuffer<float> a(n), b(n), c(n);
+  workbook::fill_random_device(a.data(), n, 1);
+  workbook::fill_random_device(b.data(), n, 2);
+  workbook::TimingOptions options;
+  options.warmup = samples > 1 ? 2 : 0;
+  options.samples = samples;
+  const auto stats = workbook::time_on_device(
+      [&](cudaStream_t s) {
+        vector_add_grid_stride<<<grid, block, 0, s>>>(a.data(), b.data(), c.data(), static_cast<int>(n));
+      },
+      options);
+  return workbook::gigabytes_per_second(3.0 * n * sizeof(float), stats.median_ms) /
+         workbook::copy_bandwidth_gbps_for_run();
+}
+
+}  // namespace
+
+TEST_CASE("lesson 01 threshold separates plain from one-thread launches", "[gpu]") {
+  if (workbook::cuda_device_count() == 0) SKIP(workbook::no_gpu_reason());
+  const auto info = workbook::query_device(0);
+  const std::size_t large = std::size_t{1} << 26;  // 256 MiB per array, far beyond L2
+  const double plain = fraction_of_copy(static_cast<int>((large + 255) / 256), 256, large, 10);
+  // One thread walks the array alone: latency-bound, so its rate hardly depends on n;
+  // 2^20 elements keep the run short.
+  const double single = fraction_of_copy(1, 1, std::size_t{1} << 20, 1);
+  CAPTURE(info.name, plain, single, WORKBOOK_TASK1_THRESHOLD);
+  CHECK(plain >= WORKBOOK_TASK1_THRESHOLD);
+  CHECK(single < WORKBOOK_TASK1_THRESHOLD);
+  CHECK(single < 0.01);
+}
