@@ -216,7 +216,8 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
     print()
     print(format_scoreboard(run))
     paths = write_reports(run, args.results)
-    print(f"\nWrote {' and '.join(os.path.relpath(p) for p in paths)}. Reproduce this run: ./grade --seed {seed}"
+    shown = [os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p for p in paths]
+    print(f"\nWrote {' and '.join(shown)}. Reproduce this run: ./grade --seed {seed}"
           + (f" --tree {args.tree}" if args.tree != "exercises" else "")
           + "".join(f" {l}" for l in args.lessons))
     return EXIT_OK if run.all_passed else EXIT_NOT_ALL_PASSED

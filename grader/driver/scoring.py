@@ -131,10 +131,12 @@ def _crash(phase: PhaseResult, lesson_slug: str) -> Optional[ComponentResult]:
     text = "\n".join(_messages(phase)) + "\n" + phase.output_tail
     for code in _CUDA_ERROR.findall(text):
         if code in _CRASH_ERRORS:
+            advice = ("" if phase.sanitizer_tool else
+                      f"\nRun ./grade --sanitize {lesson_slug[:2]} to find the source line.")
             return ComponentResult("", CRASHED, 0, 0,
                                    f"crashed: {_CRASH_ERRORS[code]} ({code})",
-                                   f"A kernel crashed with {code}. Nothing after it can run in that process.\n"
-                                   f"Run ./grade --sanitize {lesson_slug[:2]} to find the source line.")
+                                   f"A kernel crashed with {code}. Nothing after it can run in that process."
+                                   + advice)
     if phase.fatal_signal or phase.killed_by or phase.unfinished_test:
         cause = phase.fatal_signal or (f"killed by {phase.killed_by}" if phase.killed_by else "it stopped early")
         tail = "\n".join(phase.output_tail.splitlines()[-8:])
@@ -146,16 +148,18 @@ def _crash(phase: PhaseResult, lesson_slug: str) -> Optional[ComponentResult]:
 def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str) -> ComponentResult:
     """Full correctness points when every test of the task passed; a verdict otherwise."""
     points = task.correctness_points
-    crash = _crash(phase, lesson_slug)
-    if crash:
-        crash.kind, crash.max_score = "correctness", points
-        crash.details += "\n" + _hints(task)
-        return crash
+    # The sanitizer's findings first: memcheck stops a kernel it catches, which then looks
+    # like a crash, but the findings say where and why.
     if phase.sanitizer_errors:
         findings = "\n".join(phase.sanitizer_findings[:15])
         return ComponentResult("correctness", FAILED, 0, points,
                                f"{phase.sanitizer_tool} found {phase.sanitizer_errors} error(s)",
                                f"compute-sanitizer --tool {phase.sanitizer_tool}:\n{findings}\n{_hints(task)}")
+    crash = _crash(phase, lesson_slug)
+    if crash:
+        crash.kind, crash.max_score = "correctness", points
+        crash.details += "\n" + _hints(task)
+        return crash
     records = phase.records
     if not records:
         return ComponentResult("correctness", FAILED, 0, points, "no test ran",
@@ -171,8 +175,11 @@ def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str) -> Compo
         first_line = next((line for line in message.splitlines() if "wrong" in line or "written" in line
                            or "threw" in line or "not implemented" in line), "")
         summary = first_line.strip() or "wrong result"
-        if "cudaErrorInvalidConfiguration" in message:
-            summary = "a launch had an invalid configuration"
+        launch = re.search(r"kernel launch failed: (cudaErrorInvalid(?:Value|Configuration))", message)
+        if launch:
+            summary = f"a kernel launch was rejected ({launch.group(1)})"
+            message += ("\nA launch is rejected when its configuration is impossible: more than 1024 threads per "
+                        "block, 0 blocks, or too much shared memory.")
         return ComponentResult("correctness", FAILED, 0, points, summary[:100], message + "\n" + _hints(task))
     if all(o == "skipped" for o in outcomes):
         reason = "\n".join(_messages(phase))

@@ -48,11 +48,21 @@ class CorrectnessTest(unittest.TestCase):
         self.assertEqual(r.status, scoring.CRASHED)
         self.assertIn("SIGSEGV", r.summary)
 
-    def test_an_invalid_launch_configuration_is_a_failure_not_a_crash(self):
-        r = self.judge(phase(("failed", ["threw: cudaErrorInvalidConfiguration (invalid configuration argument)"],
-                              {})))
+    def test_a_rejected_launch_is_a_failure_not_a_crash(self):
+        # CUDA 13 reports 2048 threads per block as cudaErrorInvalidValue, older runtimes as
+        # cudaErrorInvalidConfiguration.
+        for code in ["cudaErrorInvalidValue", "cudaErrorInvalidConfiguration"]:
+            r = self.judge(phase(("failed", [f"threw: x.cu:20: kernel launch failed: {code} (invalid argument)"], {})))
+            self.assertEqual(r.status, scoring.FAILED)
+            self.assertIn(f"a kernel launch was rejected ({code})", r.summary)
+            self.assertIn("more than 1024 threads per block", r.details)
+
+    def test_sanitizer_findings_outrank_the_crash_they_cause(self):
+        p = phase(("failed", ["threw: cudaErrorLaunchFailure (unspecified launch failure)"], {}),
+                  sanitizer_tool="memcheck", sanitizer_errors=1, sanitizer_findings=["Invalid __global__ write"])
+        r = self.judge(p)
         self.assertEqual(r.status, scoring.FAILED)
-        self.assertIn("invalid configuration", r.summary)
+        self.assertIn("memcheck found 1 error(s)", r.summary)
 
     def test_sanitizer_findings_fail_the_task(self):
         p = phase(("passed", [], {}), sanitizer_tool="memcheck", sanitizer_errors=2,

@@ -1,21 +1,51 @@
 // Lesson 01: vector add. Reference solution.
 //
-// The plain kernels are already close to the memory-bandwidth ceiling: a vector add reads
-// 8 bytes and writes 4 per element and does one addition, so nothing but memory traffic
-// matters. What matters is that consecutive threads touch consecutive elements (coalesced
-// access) and that the grid keeps every SM busy.
+// A vector add reads 8 bytes and writes 4 per element for one addition: only memory traffic
+// matters. Consecutive threads touch consecutive elements, so every warp's accesses are
+// coalesced. Task 1's plain kernel is what the task asks for; on an H200 it moves about 80%
+// of the copy bandwidth, because one 4-byte load per array per thread does not keep enough
+// bytes in flight to cover the memory latency (Little's law). Task 2's kernel, which the
+// grader launches with one full wave of blocks, loads 16 bytes at a time (float4) and two of
+// those per array per loop round, and comes within a few percent of the copy bandwidth.
 #include "vector_add.hpp"
 
 #include "workbook/workbook.hpp"
+
+#include <cstdint>
+
+namespace {
+
+__device__ float4 add4(float4 x, float4 y) { return make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w); }
+
+}  // namespace
 
 __global__ void vector_add(const float* a, const float* b, float* c, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
 }
 
-__global__ void vector_add_grid_stride(const float* a, const float* b, float* c, int n) {
+__global__ void vector_add_grid_stride(const float* __restrict__ a, const float* __restrict__ b,
+                                       float* __restrict__ c, int n) {
   const int stride = blockDim.x * gridDim.x;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) c[i] = a[i] + b[i];
+  const int first = blockIdx.x * blockDim.x + threadIdx.x;
+  const bool aligned = ((reinterpret_cast<std::uintptr_t>(a) | reinterpret_cast<std::uintptr_t>(b) |
+                         reinterpret_cast<std::uintptr_t>(c)) % sizeof(float4)) == 0;
+  int done = 0;  // elements [0, done) are handled by the vector loop
+  if (aligned) {
+    const int n4 = n / 4;
+    const auto* a4 = reinterpret_cast<const float4*>(a);
+    const auto* b4 = reinterpret_cast<const float4*>(b);
+    auto* c4 = reinterpret_cast<float4*>(c);
+    int i = first;
+    for (; i + stride < n4; i += 2 * stride) {  // two independent 16-byte loads per array in flight
+      const float4 a0 = a4[i], b0 = b4[i], a1 = a4[i + stride], b1 = b4[i + stride];
+      c4[i] = add4(a0, b0);
+      c4[i + stride] = add4(a1, b1);
+    }
+    if (i < n4) c4[i] = add4(a4[i], b4[i]);
+    done = 4 * n4;
+  }
+  for (int i = done + first; i < n; i += stride) c[i] = a[i] + b[i];  // the tail, or everything if unaligned
 }
 
 void vector_add_host(const float* a, const float* b, float* c, int n) {
