@@ -98,7 +98,8 @@ class Grader:
         sanitizer = self.index.get("compute_sanitizer") or "compute-sanitizer"
         phase = None
         for tool in lesson.sanitizers:
-            prefix = [sanitizer, "--tool", tool, "--error-exitcode", "86", "--print-limit", "20"]
+            prefix = [sanitizer, "--tool", tool, "--error-exitcode", "86", "--print-limit", "20",
+                      "--show-backtrace", "device"]
             phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env,
                               sanitizer=prefix, sanitizer_tool=tool)
             if phase.sanitizer_errors or phase.timed_out or not phase.records:

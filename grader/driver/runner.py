@@ -79,7 +79,8 @@ def parse_sanitizer_output(text: str, result: PhaseResult) -> None:
                 result.sanitizer_errors = max(result.sanitizer_errors, int(body.split()[2]))
             except (IndexError, ValueError):
                 pass
-        elif body and not body.startswith("COMPUTE-SANITIZER") and not body.startswith("Target application"):
+        elif body and not body.startswith(("COMPUTE-SANITIZER", "Target application", "Host Frame",
+                                           "Saved host backtrace")):
             findings.append(body)
     result.sanitizer_findings = findings
 
