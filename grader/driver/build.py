@@ -61,16 +61,27 @@ def build_target(build_dir: Path, target: str) -> Tuple[bool, str]:
     return _run(["cmake", "--build", str(build_dir), "--target", target, "--parallel", str(os.cpu_count() or 2)])
 
 
-_ERROR_LINE = re.compile(r"(error|Error|undefined reference|FAILED)")
+_ERROR_LINE = re.compile(r"(\berror\b|undefined reference|multiple definition)")
+_BUILD_TOOL_NOISE = re.compile(r"^(FAILED:|ninja:|g?make(\[\d+\])?:|\[\s*\d+%\])")
 
 
 def first_errors(log: str, max_lines: int = 20) -> str:
-    """The compiler errors of a build log, each with the line after it, at most max_lines."""
+    """The compiler's errors in a build log, each with the source line it quotes, at most
+    max_lines; the build tool's own lines and command lines are left out."""
     lines = log.splitlines()
     picked = []
+    skip_command = False
     for i, line in enumerate(lines):
-        if _ERROR_LINE.search(line) and not line.startswith("ninja: build stopped"):
-            picked.extend(lines[i:i + 2])
+        if skip_command:  # the line after ninja's "FAILED:" is the whole compiler command
+            skip_command = False
+            continue
+        if line.startswith("FAILED:"):
+            skip_command = True
+            continue
+        if _ERROR_LINE.search(line) and not _BUILD_TOOL_NOISE.match(line):
+            picked.append(line)
+            if i + 1 < len(lines) and not _ERROR_LINE.search(lines[i + 1]) and not _BUILD_TOOL_NOISE.match(lines[i + 1]):
+                picked.append(lines[i + 1])
         if len(picked) >= max_lines:
             break
     return "\n".join(picked[:max_lines]) if picked else "\n".join(lines[-max_lines:])
