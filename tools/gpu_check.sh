@@ -21,6 +21,9 @@ solutions_rc=$?
 ./grade --no-build --build-dir build/test --seed 20261121 --results "$out/exercises" \
   2>&1 | tee "$out/grade_exercises.log"
 exercises_rc=$?
+# A tree with a correct task 1 next to broken ones: its timing shows the reference ratio.
+./grade --no-build --build-dir build/test --tree grader/tests/broken/block_too_large --seed 20261121 \
+  --results "$out/block_too_large" 2>&1 | tee "$out/grade_block_too_large.log"
 ./grade --no-build --build-dir build/test --tree grader/tests/broken/no_bounds_check --sanitize 01 \
   --results "$out/sanitize" 2>&1 | tee "$out/grade_sanitize.log"
 
@@ -34,5 +37,6 @@ grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$out/test.log" || true
 echo "solutions: exit $solutions_rc, $(grep -E '^Total:' "$out/grade_solutions.log")"
 grep -E "performance +passed|performance +FAILED" "$out/grade_solutions.log" | sed 's/^ */  /'
 echo "exercises: exit $exercises_rc, $(grep -E '^Total:' "$out/grade_exercises.log")"
+echo "block_too_large: $(grep -E 'performance' "$out/grade_block_too_large.log" | head -1 | sed 's/^ *//')"
 echo "sanitize (no_bounds_check): $(grep -E 'memcheck found' "$out/grade_sanitize.log" | head -1 | sed 's/^ *//')"
 echo "ctest exit: $test_rc"
