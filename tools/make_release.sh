@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 output=${1:-cuda-workbook-student.tar.gz}
 git diff --quiet HEAD -- || echo "note: uncommitted changes are not in the release (it is made from HEAD)" >&2
 git archive --format=tar.gz --prefix=cuda-workbook/ -o "$output" HEAD -- . ':!solutions' ':!grader/tests/broken' \
-  ':!grader/tests/expected/solutions.json'
+  ':!grader/tests/expected/solutions.json' ':!tools/gpu_check.sh'
 if tar -tzf "$output" | grep -qE '^cuda-workbook/(solutions/|grader/tests/broken/)'; then
   echo "make_release: the release still contains solutions; not shipping $output" >&2
   rm -f "$output"
