@@ -35,7 +35,7 @@ head -2 "$out/gpu.txt" | tail -1
 grep -E "tests passed|tests failed" "$out/test.log"
 grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$out/test.log" || true
 echo "solutions: exit $solutions_rc, $(grep -E '^Total:' "$out/grade_solutions.log")"
-grep -E "performance +passed|performance +FAILED" "$out/grade_solutions.log" | sed 's/^ */  /'
+grep -E "^ +performance +(passed|FAILED)" "$out/grade_solutions.log" | sed 's/^ */  /'
 echo "exercises: exit $exercises_rc, $(grep -E '^Total:' "$out/grade_exercises.log")"
 echo "block_too_large: $(grep -E 'performance' "$out/grade_block_too_large.log" | head -1 | sed 's/^ *//')"
 echo "sanitize (no_bounds_check): $(grep -E 'memcheck found' "$out/grade_sanitize.log" | head -1 | sed 's/^ *//')"
