@@ -133,9 +133,10 @@ TEST_CASE("Task 2: vector_add_grid_stride is correct for grids smaller and large
     std::vector<Launch> launches{{2 * info.sm_count, 256}, {blocks_for(n, 256), 256}, {blocks_for(n, 1024) + 3, 1024}};
     if (n <= (std::size_t{1} << 22)) launches.push_back({7, 96});   // few threads: long loops
     if (n <= (std::size_t{1} << 20)) launches.push_back({1, 32});   // a single warp does it all
+    Problem p(n);  // one problem per size; c is poisoned again before each launch
     for (const Launch& l : launches) {
       CAPTURE(n, l.grid, l.block);
-      Problem p(n);
+      p.c.poison();
       vector_add_grid_stride<<<l.grid, l.block>>>(p.a.data(), p.b.data(), p.c.data(), static_cast<int>(n));
       WORKBOOK_CHECK_LAUNCH();
       WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());

@@ -71,18 +71,17 @@ def resolve_tree(root: Path, tree: str) -> Path:
     return candidate.resolve()
 
 
-def query_device(index: dict, copy: bool = True) -> subprocess.CompletedProcess:
-    command = [index["device_info"]] + (["--measure-copy"] if copy else [])
-    return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+def query_device(index: dict) -> subprocess.CompletedProcess:
+    """The GPU's facts and its measured copy bandwidth, from workbook_device_info."""
+    return subprocess.run([index["device_info"], "--measure-copy"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
 
 
 class Grader:
     """Runs the tasks of the chosen lessons and collects their results."""
 
-    def __init__(self, args: argparse.Namespace, index: dict, tree: str, reference: Optional[Dict[str, str]],
-                 device: dict, seed: int):
-        self.args, self.index, self.tree, self.reference, self.device, self.seed = (
-            args, index, tree, reference, device, seed)
+    def __init__(self, args: argparse.Namespace, index: dict, reference: Optional[Dict[str, str]], device: dict,
+                 seed: int):
+        self.args, self.index, self.reference, self.seed = args, index, reference, seed
         self.env = {"WORKBOOK_COPY_BANDWIDTH_GBPS": str(device.get("copy_bandwidth_gbps", ""))}
         if args.sanitize:
             self.env["WORKBOOK_SANITIZE"] = "1"
@@ -199,7 +198,7 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
     seed = args.seed or random.randrange(1, 2**31)
     print(f"Grading {tree_dir} with seed {seed} on {device.get('name')} "
           f"(copy bandwidth {float(device.get('copy_bandwidth_gbps', 0)):.0f} GB/s)", flush=True)
-    grader = Grader(args, index, tree, reference, device, seed)
+    grader = Grader(args, index, reference, device, seed)
     lesson_results = []
     for lesson in lessons:
         if lesson.slug in compile_failures:

@@ -3,6 +3,7 @@ Gradescope's autograder format, and JUnit XML for any CI or LMS that reads it.""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from typing import List
 from xml.sax.saxutils import escape, quoteattr
@@ -134,7 +135,6 @@ def junit_xml(run: GradeRun) -> str:
 
 def write_reports(run: GradeRun, directory) -> List[str]:
     """Writes results.json and junit.xml into `directory`; returns their paths."""
-    import os
     os.makedirs(directory, exist_ok=True)
     json_path = os.path.join(directory, "results.json")
     xml_path = os.path.join(directory, "junit.xml")

@@ -129,6 +129,17 @@ class RunTest(unittest.TestCase):
         self.assertEqual(run.score, 3)
         self.assertEqual(run.max_score, 9)
 
+    def test_performance_skipped_under_the_sanitizer_still_counts_as_all_passed(self):
+        l = lesson()
+        ok = scoring.ComponentResult("correctness", scoring.PASSED, 3, 3, "")
+        skipped = scoring.ComponentResult("performance", scoring.SKIPPED, 0, 2, "")
+        skipped_correctness = scoring.ComponentResult("correctness", scoring.SKIPPED, 0, 3, "")
+        run = scoring.GradeRun("t", 1, {}, [scoring.LessonResult(l, [scoring.TaskResult(l.tasks[0], ok, skipped)])])
+        self.assertTrue(run.all_passed)
+        run.lessons[0].tasks[0].correctness = skipped_correctness
+        self.assertFalse(run.all_passed)
+        self.assertFalse(scoring.GradeRun("t", 1, {}, []).all_passed)
+
     def test_a_lesson_that_does_not_compile_scores_zero_everywhere(self):
         result = scoring.lesson_not_gradable(lesson(), scoring.COMPILE_ERROR, "does not compile", "x.cu:3: error")
         self.assertEqual(result.score, 0)
