@@ -4,9 +4,11 @@
 #       The lesson's own targets: its grader tests (an object library, compiled once) and
 #       its worked examples (lessons/<slug>/examples/*.cu, one program each).
 #
-#   workbook_add_tree(<name> <dir> [LESSONS <slug>...])
+#   workbook_add_tree(<name> <dir> [SWEEPS] [LESSONS <slug>...])
 #       A tree laid out like exercises/: for each lesson present in <dir>, a library of the
-#       student's code and the grader program grade_<slug>__<name> that tests it.
+#       student's code and the grader program grade_<slug>__<name> that tests it. With
+#       SWEEPS, also the sweep program sweep_<slug>__<name> of each lesson that has one
+#       (tools/bench/<slug>.cu), which ./sweep runs.
 #
 # The grader finds the programs through ${CMAKE_BINARY_DIR}/workbook_build.json, written by
 # workbook_write_build_index() at the end of the top-level CMakeLists.txt.
@@ -74,7 +76,7 @@ function(workbook_add_lesson slug)
 endfunction()
 
 function(workbook_add_tree name dir)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "LESSONS")
+  cmake_parse_arguments(PARSE_ARGV 2 arg "SWEEPS" "" "LESSONS")
   get_filename_component(dir "${dir}" ABSOLUTE BASE_DIR "${PROJECT_SOURCE_DIR}")
   if(arg_LESSONS)
     set(slugs ${arg_LESSONS})
@@ -82,6 +84,7 @@ function(workbook_add_tree name dir)
     workbook_manifest_lessons(slugs)
   endif()
   set(entries "")
+  set(sweeps "")
   foreach(slug IN LISTS slugs)
     if(NOT IS_DIRECTORY "${dir}/${slug}")
       continue()  # the grader reports the lesson as missing from this tree
@@ -99,10 +102,19 @@ function(workbook_add_tree name dir)
     add_executable(${grader} $<TARGET_OBJECTS:grader_${slug}_tests>)
     target_link_libraries(${grader} PRIVATE ${impl} workbook_grader_main)
     string(APPEND entries "\"${slug}\": \"$<TARGET_FILE:${grader}>\", ")
+
+    set(sweep_source "${PROJECT_SOURCE_DIR}/tools/bench/${slug}.cu")
+    if(arg_SWEEPS AND EXISTS "${sweep_source}")
+      set(sweep sweep_${slug}__${name})
+      add_executable(${sweep} "${sweep_source}")
+      target_link_libraries(${sweep} PRIVATE ${impl} workbook_bench)
+      string(APPEND sweeps "\"${slug}\": \"$<TARGET_FILE:${sweep}>\", ")
+    endif()
   endforeach()
   string(REGEX REPLACE ", $" "" entries "${entries}")
+  string(REGEX REPLACE ", $" "" sweeps "${sweeps}")
   set_property(GLOBAL APPEND PROPERTY WORKBOOK_TREE_ENTRIES
-    "\"${name}\": {\"dir\": \"${dir}\", \"lessons\": {${entries}}}")
+    "\"${name}\": {\"dir\": \"${dir}\", \"lessons\": {${entries}}, \"sweeps\": {${sweeps}}}")
 endfunction()
 
 function(workbook_write_build_index)

@@ -87,6 +87,25 @@ def first_errors(log: str, max_lines: int = 20) -> str:
     return "\n".join(picked[:max_lines]) if picked else "\n".join(lines[-max_lines:])
 
 
+def prepare(root: Path, build_dir: Path, tree_dir: Path, no_build: bool) -> Tuple[dict, str]:
+    """The build index and the name of `tree_dir` in it, configuring the build first when
+    it does not know the tree yet (unless no_build). Raises BuildError."""
+    index = load_index(build_dir)
+    tree = tree_name_for(index, tree_dir)
+    if not no_build:
+        if index is None or tree is None:
+            builtin = Path(tree_dir).resolve() in ((root / "exercises").resolve(), (root / "solutions").resolve())
+            print(f"Configuring the build in {build_dir} ...", flush=True)
+            index = configure(root, build_dir, None if builtin else tree_dir)
+            tree = tree_name_for(index, tree_dir)
+        ok, log = build_target(build_dir, "workbook_device_info")
+        if not ok:
+            raise BuildError("the helper library does not compile:\n" + first_errors(log))
+    if index is None or tree is None:
+        raise BuildError(f"{build_dir} has no programs for {tree_dir}; run again without --no-build first")
+    return index, tree
+
+
 def grader_target(slug: str, tree: str) -> str:
     return f"grade_{slug}__{tree}"
 
@@ -94,3 +113,12 @@ def grader_target(slug: str, tree: str) -> str:
 def programs(index: dict, tree: str) -> Dict[str, str]:
     """Lesson slug -> grader program for the named tree."""
     return dict(index.get("trees", {}).get(tree, {}).get("lessons", {}))
+
+
+def sweep_target(slug: str, tree: str) -> str:
+    return f"sweep_{slug}__{tree}"
+
+
+def sweep_programs(index: dict, tree: str) -> Dict[str, str]:
+    """Lesson slug -> sweep program for the named tree (lessons that have a sweep)."""
+    return dict(index.get("trees", {}).get(tree, {}).get("sweeps", {}))

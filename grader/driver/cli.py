@@ -147,21 +147,7 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
 
     build_dir = Path(args.build_dir).resolve()
     try:
-        index = build.load_index(build_dir)
-        tree = build.tree_name_for(index, tree_dir)
-        if not args.no_build:
-            if index is None or tree is None:
-                builtin = tree_dir in ((root / "exercises").resolve(), (root / "solutions").resolve())
-                submission = None if builtin else tree_dir
-                print(f"Configuring the grader build in {build_dir} ...", flush=True)
-                index = build.configure(root, build_dir, submission)
-                tree = build.tree_name_for(index, tree_dir)
-            ok, log = build.build_target(build_dir, "workbook_device_info")
-            if not ok:
-                raise build.BuildError("the helper library does not compile:\n" + build.first_errors(log))
-        if index is None or tree is None:
-            raise build.BuildError(f"{build_dir} has no grader programs for {tree_dir}; run ./grade without "
-                                   "--no-build first")
+        index, tree = build.prepare(root, build_dir, tree_dir, args.no_build)
     except build.BuildError as e:
         print(f"grade: {e}", file=sys.stderr)
         return EXIT_BUILD

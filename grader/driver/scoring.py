@@ -176,7 +176,9 @@ def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str) -> Compo
         message = "\n".join(failed[0].get("messages", []))
         first_line = next((line for line in message.splitlines() if "wrong" in line or "written" in line
                            or "threw" in line or "not implemented" in line), "")
-        summary = first_line.strip() or "wrong result"
+        # Else the first line that is not a captured value ("n := 1000").
+        summary = first_line.strip() or next((line.strip() for line in message.splitlines()
+                                              if line.strip() and " := " not in line), "wrong result")
         launch = re.search(r"kernel launch failed: (cudaErrorInvalid(?:Value|Configuration))", message)
         if launch:
             summary = f"a kernel launch was rejected ({launch.group(1)})"

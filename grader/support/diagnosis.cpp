@@ -35,8 +35,8 @@ std::string diagnose(const workbook::ComparisonReport& comparison, const workboo
     out << "Hint: some elements in the middle were never written: are the index or the stride computed from the "
            "right blockIdx, blockDim and gridDim?";
   } else {
-    out << "Hint: every element was written but some values are wrong: are a, b and c indexed with the same i, "
-           "and is the arithmetic the one asked for?";
+    out << "Hint: every element was written but some values are wrong: are the inputs and the output indexed with "
+           "the same i, and is the arithmetic the one asked for?";
   }
   return out.str();
 }

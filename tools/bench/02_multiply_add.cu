@@ -1,0 +1,126 @@
+// The sweep of lesson 02: multiply_add timed for every size x block size x grid mode, plus
+// the host-device copies of its inputs and output. ./sweep 02 runs it twice, for the
+// student's code and for the reference solution, and writes the CSV the plots are made from.
+#include "multiply_add.hpp"
+#include "sweep.hpp"
+
+#include "workbook/workbook.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char* const kLesson = "02_multiply_add";
+
+// "cover": (n + block - 1) / block blocks, one element per thread.
+// "wave": one full wave, every SM holding as many blocks as it can at once; the grid-stride
+// loop covers the rest.
+long long grid_for(const std::string& mode, std::size_t n, int block, int sm_count) {
+  if (mode == "cover") return static_cast<long long>((n + block - 1) / block);
+  int per_sm = 0;
+  WORKBOOK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, multiply_add, block, 0));
+  return static_cast<long long>(std::max(per_sm, 1)) * sm_count;
+}
+
+// Nothing is timed unless the kernel is right: checked at an awkward size, with a grid far
+// smaller than n and with an exactly covering one.
+bool kernel_is_correct(std::string& why) {
+  const std::size_t n = 100003;
+  const float b = 1.5f;
+  const std::uint64_t seed1 = 11, seed2 = 12;
+  workbook::DeviceBuffer<float> x1(n), x2(n), y(n);
+  workbook::fill_random_device(x1.data(), n, seed1);
+  workbook::fill_random_device(x2.data(), n, seed2);
+  std::vector<float> expected(n), got(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    expected[i] = static_cast<float>(static_cast<double>(workbook::random_uniform(seed1, i, -1, 1)) *
+                                         workbook::random_uniform(seed2, i, -1, 1) + b);
+  }
+  for (const int grid : {7, static_cast<int>((n + 255) / 256)}) {
+    WORKBOOK_CUDA_CHECK(cudaMemset(y.data(), 0xFF, y.bytes()));
+    multiply_add<<<grid, 256>>>(x1.data(), x2.data(), b, y.data(), static_cast<int>(n));
+    WORKBOOK_CHECK_LAUNCH();
+    WORKBOOK_CUDA_CHECK(cudaMemcpy(got.data(), y.data(), y.bytes(), cudaMemcpyDeviceToHost));
+    const auto report = workbook::compare_to_reference(got.data(), expected.data(), n, {1e-6, 1e-6});
+    if (!report.ok()) {
+      why = "with " + std::to_string(grid) + " blocks of 256 threads: " + report.describe();
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Defaults defaults;
+  defaults.sizes = bench::half_decades(1e4, 1e8);
+  defaults.blocks = {32, 64, 128, 256, 512, 1024};
+  defaults.grid_modes = {"cover", "wave"};
+  const bench::Options options = bench::parse_options(argc, argv, kLesson, defaults);
+  if (options.print_header) {
+    std::puts(bench::header_line().c_str());
+    return 0;
+  }
+  if (workbook::cuda_device_count() == 0) return workbook::exit_without_gpu(argv[0]);
+  try {
+    std::string why;
+    if (!kernel_is_correct(why)) {
+      std::fprintf(stderr, "%s: multiply_add (%s) gives wrong results, so nothing was timed.\n%s\n"
+                           "./grade 02 tells what is wrong.\n", argv[0], options.implementation.c_str(), why.c_str());
+      return bench::kExitIncorrect;
+    }
+    const bench::RunInfo info = bench::run_info();
+    const int sm_count = workbook::query_device(0).sm_count;
+
+    // Three arrays on the device; the transfers add three more, so clip for six.
+    std::vector<std::size_t> sizes;
+    for (const std::size_t n : options.sizes) {
+      const std::size_t clipped = bench::clip_to_free_memory(n, options.transfers ? 6 : 3);
+      if (clipped < n) {
+        std::fprintf(stderr, "%s: n = %zu does not fit in half the free GPU memory; using %zu\n", argv[0], n, clipped);
+      }
+      if (std::find(sizes.begin(), sizes.end(), clipped) == sizes.end()) sizes.push_back(clipped);
+    }
+    const std::size_t planned =
+        sizes.size() * (options.blocks.size() * options.grid_modes.size() + (options.transfers ? 4 : 0));
+    bench::begin_output(planned);
+
+    for (const std::size_t n : sizes) {
+      workbook::DeviceBuffer<float> x1(n), x2(n), y(n);
+      workbook::fill_random_device(x1.data(), n, 1);
+      workbook::fill_random_device(x2.data(), n, 2);
+      const float b = 0.5f;
+      for (const int block : options.blocks) {
+        for (const std::string& mode : options.grid_modes) {
+          bench::Row row;
+          row.lesson = kLesson;
+          row.implementation = options.implementation;
+          row.operation = "multiply_add";
+          row.n = n;
+          row.block = block;
+          row.grid_mode = mode;
+          row.grid = grid_for(mode, n, block, sm_count);
+          row.bytes = 12.0 * n;  // read x1 and x2, write y
+          row.flops = 2.0 * n;   // one multiply and one add per element
+          const int grid = static_cast<int>(row.grid);
+          row.stats = bench::time_measurement([&](cudaStream_t s) {
+            multiply_add<<<grid, block, 0, s>>>(x1.data(), x2.data(), b, y.data(), static_cast<int>(n));
+          }, options);
+          bench::emit(row, info);
+        }
+      }
+      if (options.transfers) {
+        for (const bench::Row& row : bench::measure_transfers(kLesson, n, 2, 1)) bench::emit(row, info);
+      }
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,235 @@
+"""./plot: turn a sweep CSV (written by ./sweep) into figures for a report.
+
+For a memory-bound lesson such as 02_multiply_add it draws:
+  time_vs_n             median kernel time against n (log-log), one line per block size,
+                        one panel per implementation, with the copy-bandwidth limit
+  bandwidth_vs_block    effective bandwidth against block size at the largest n, per grid
+                        mode and implementation, with the measured copy bandwidth
+  student_vs_reference  the best configuration's share of the copy bandwidth against n
+  kernel_vs_transfer    kernel time against the host-device copies of its data (pageable
+                        and pinned), against n
+Each is written as PNG and as PDF (or SVG), with the GPU's name and the units on it.
+Exit codes: 0 written; 2 the CSV is not a sweep CSV (the message says why); 3 matplotlib
+is missing."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sweep_schema import CsvError, TRANSFERS, is_transfer, read_sweep  # noqa: E402
+
+EXIT_OK, EXIT_BAD_CSV, EXIT_NO_MATPLOTLIB = 0, 2, 3
+IMPLEMENTATION_ORDER = ("student", "reference")
+TRANSFER_LABELS = {"h2d_pageable": "host → device, pageable", "h2d_pinned": "host → device, pinned",
+                   "d2h_pageable": "device → host, pageable", "d2h_pinned": "device → host, pinned"}
+
+
+def import_pyplot():
+    """matplotlib.pyplot with a file-only backend, or None when matplotlib is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 200, "font.size": 9, "axes.grid": True,
+                         "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
+                         "legend.frameon": False, "savefig.bbox": "tight"})
+    return plt
+
+
+def implementations(rows: List[Dict]) -> List[str]:
+    names = sorted({r["implementation"] for r in rows if not is_transfer(r)},
+                   key=lambda s: (IMPLEMENTATION_ORDER.index(s) if s in IMPLEMENTATION_ORDER else 99, s))
+    return names
+
+
+def best_per_n(rows: List[Dict], implementation: str) -> List[Dict]:
+    """For each n, the kernel row of `implementation` with the shortest median time."""
+    best: Dict[int, Dict] = {}
+    for r in rows:
+        if r["implementation"] == implementation and not is_transfer(r):
+            if r["n"] not in best or r["median_ms"] < best[r["n"]]["median_ms"]:
+                best[r["n"]] = r
+    return [best[n] for n in sorted(best)]
+
+
+class Figures:
+    """Draws one lesson's figures from its rows and saves each in two formats."""
+
+    def __init__(self, plt, rows: List[Dict], out_dir: Path, vector_format: str, grid_mode: Optional[str]):
+        self.plt, self.rows, self.out_dir, self.vector_format = plt, rows, out_dir, vector_format
+        self.kernels = [r for r in rows if not is_transfer(r)]
+        self.transfers = [r for r in rows if is_transfer(r)]
+        first = self.kernels[0]
+        self.lesson, self.gpu, self.date = first["lesson"], first["gpu"], first["date"]
+        self.copy_gbps = max(r["copy_bandwidth_gbps"] for r in rows)
+        self.operation = first["operation"]
+        modes = sorted({r["grid_mode"] for r in self.kernels})
+        self.grid_mode = grid_mode if grid_mode in modes else ("cover" if "cover" in modes else modes[0])
+        self.written: List[Path] = []
+
+    def _finish(self, fig, name: str, title: str) -> None:
+        fig.suptitle(f"{title}\n{self.gpu}", fontsize=10)
+        fig.text(0.99, 0.005, f"{self.lesson}, swept {self.date}; median of the samples, bars from min to max",
+                 ha="right", va="bottom", fontsize=6, color="0.4")
+        for ext in ("png", self.vector_format):
+            path = self.out_dir / f"{self.lesson}_{name}.{ext}"
+            fig.savefig(path)
+            self.written.append(path)
+        self.plt.close(fig)
+
+    @staticmethod
+    def _errorbars(ax, xs, rows, **style):
+        ys = [r["median_ms"] for r in rows]
+        low = [r["median_ms"] - r["min_ms"] for r in rows]
+        high = [r["max_ms"] - r["median_ms"] for r in rows]
+        return ax.errorbar(xs, ys, yerr=[low, high], capsize=1.5, elinewidth=0.6, markersize=3, **style)
+
+    def _copy_limit(self, ax, ns: List[int]) -> None:
+        """The time the kernel's bytes take at the measured copy bandwidth: no memory-bound
+        kernel can be faster."""
+        bytes_per_element = self.kernels[0]["bytes"] / self.kernels[0]["n"]
+        ax.plot(ns, [bytes_per_element * n / (self.copy_gbps * 1e9) * 1e3 for n in ns], "k--", linewidth=0.8,
+                label=f"copy-bandwidth limit ({self.copy_gbps:.0f} GB/s)")
+
+    def time_vs_n(self) -> None:
+        names = implementations(self.kernels)
+        fig, axes = self.plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), sharey=True, squeeze=False)
+        blocks = sorted({r["block"] for r in self.kernels})
+        cmap = self.plt.get_cmap("viridis")
+        for ax, name in zip(axes[0], names):
+            for k, block in enumerate(blocks):
+                series = sorted((r for r in self.kernels if r["implementation"] == name and r["block"] == block
+                                 and r["grid_mode"] == self.grid_mode), key=lambda r: r["n"])
+                if series:
+                    self._errorbars(ax, [r["n"] for r in series], series, marker="o", linewidth=1,
+                                    color=cmap(k / max(len(blocks) - 1, 1)), label=f"block {block}")
+            self._copy_limit(ax, sorted({r["n"] for r in self.kernels}))
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("n (elements)")
+            ax.set_title(f"{name}, grid mode '{self.grid_mode}'", fontsize=9)
+        axes[0][0].set_ylabel("kernel time (ms)")
+        axes[0][-1].legend(fontsize=7, loc="upper left")
+        self._finish(fig, "time_vs_n", f"{self.operation}: kernel time against n")
+
+    def bandwidth_vs_block(self) -> None:
+        largest = max(r["n"] for r in self.kernels)
+        at_largest = [r for r in self.kernels if r["n"] == largest]
+        fig, ax = self.plt.subplots(figsize=(5.2, 3.6))
+        styles = {"student": "-", "reference": "--"}
+        markers = "osD^v"
+        for i, name in enumerate(implementations(at_largest)):
+            for j, mode in enumerate(sorted({r["grid_mode"] for r in at_largest})):
+                series = sorted((r for r in at_largest if r["implementation"] == name and r["grid_mode"] == mode),
+                                key=lambda r: r["block"])
+                if series:
+                    ax.plot([r["block"] for r in series], [r["gbps"] for r in series], styles.get(name, ":"),
+                            marker=markers[j % len(markers)], markersize=4, color=f"C{j}",
+                            label=f"{name}, grid '{mode}'")
+        ax.axhline(self.copy_gbps, color="k", linestyle=":", linewidth=0.8,
+                   label=f"measured copy bandwidth ({self.copy_gbps:.0f} GB/s)")
+        ax.set_xscale("log", base=2)
+        blocks = sorted({r["block"] for r in at_largest})
+        ax.set_xticks(blocks)
+        ax.set_xticklabels([str(b) for b in blocks])
+        ax.set_ylim(0, self.copy_gbps * 1.1)
+        ax.set_xlabel("threads per block")
+        ax.set_ylabel("effective bandwidth (GB/s)")
+        ax.legend(fontsize=7, loc="lower right")
+        self._finish(fig, "bandwidth_vs_block", f"{self.operation}: bandwidth against block size at n = {largest:.3g}")
+
+    def student_vs_reference(self) -> None:
+        fig, ax = self.plt.subplots(figsize=(5.2, 3.6))
+        for i, name in enumerate(implementations(self.kernels)):
+            best = best_per_n(self.kernels, name)
+            ax.plot([r["n"] for r in best], [r["pct_of_copy_bandwidth"] for r in best], marker="o", markersize=4,
+                    color=f"C{i}", label=f"{name} (best launch configuration)")
+            top = best[-1]
+            ax.annotate(f"{top['pct_of_copy_bandwidth']:.0f}%\nblock {top['block']}, {top['grid_mode']}",
+                        (top["n"], top["pct_of_copy_bandwidth"]), textcoords="offset points", xytext=(-4, -22 - 18 * i),
+                        ha="right", fontsize=7, color=f"C{i}")
+        ax.axhline(100, color="k", linestyle=":", linewidth=0.8, label="measured copy bandwidth")
+        ax.set_xscale("log")
+        ax.set_ylim(0, 110)
+        ax.set_xlabel("n (elements)")
+        ax.set_ylabel("effective bandwidth (% of copy bandwidth)")
+        ax.legend(fontsize=7, loc="upper left")
+        self._finish(fig, "student_vs_reference", f"{self.operation}: student against reference, best of each")
+
+    def kernel_vs_transfer(self) -> bool:
+        if not self.transfers:
+            return False
+        fig, ax = self.plt.subplots(figsize=(5.2, 3.6))
+        for i, name in enumerate(implementations(self.kernels)):
+            best = best_per_n(self.kernels, name)
+            self._errorbars(ax, [r["n"] for r in best], best, marker="o", linewidth=1.4, color=f"C{i}",
+                            label=f"kernel, {name} (best)")
+        by_op = defaultdict(list)
+        for r in self.transfers:
+            by_op[r["operation"]].append(r)
+        for k, op in enumerate(t for t in TRANSFERS if t in by_op):
+            series = sorted(by_op[op], key=lambda r: r["n"])
+            self._errorbars(ax, [r["n"] for r in series], series, marker="s^v<"[k], linewidth=1,
+                            linestyle="--" if "pageable" in op else "-", color=f"C{k + 2}",
+                            label=f"{TRANSFER_LABELS[op]} ({series[-1]['gbps']:.0f} GB/s)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("n (elements)")
+        ax.set_ylabel("time (ms)")
+        ax.legend(fontsize=7, loc="upper left")
+        self._finish(fig, "kernel_vs_transfer", f"{self.operation}: the kernel against copying its data")
+        return True
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="./plot", description="Turn a sweep CSV from ./sweep into figures (PNG plus PDF or SVG).",
+        epilog="example:  ./plot sweep-results/02_multiply_add.csv    (figures go to sweep-results/figures/)")
+    parser.add_argument("csv", nargs="+", type=Path, help="sweep CSV file(s)")
+    parser.add_argument("--out", type=Path, help="directory for the figures (default: figures/ beside the CSV)")
+    parser.add_argument("--format", choices=("pdf", "svg"), default="pdf", help="vector format besides PNG")
+    parser.add_argument("--grid-mode", help="grid mode of the time_vs_n figure (default: cover)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    tables = []
+    for path in args.csv:
+        try:
+            tables.append((path, read_sweep(path)))
+        except CsvError as e:
+            print(f"plot: {e}", file=sys.stderr)
+            return EXIT_BAD_CSV
+    plt = import_pyplot()
+    if plt is None:
+        print(f"plot: matplotlib is not installed for {sys.executable}. Install it with "
+              f"'{sys.executable} -m pip install matplotlib' (Debian/Ubuntu: 'sudo apt install python3-matplotlib').",
+              file=sys.stderr)
+        return EXIT_NO_MATPLOTLIB
+    for path, rows in tables:
+        out_dir = args.out or path.parent / "figures"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        by_lesson = defaultdict(list)
+        for r in rows:
+            by_lesson[r["lesson"]].append(r)
+        for lesson, lesson_rows in by_lesson.items():
+            figures = Figures(plt, lesson_rows, out_dir, args.format, args.grid_mode)
+            figures.time_vs_n()
+            figures.bandwidth_vs_block()
+            figures.student_vs_reference()
+            if not figures.kernel_vs_transfer():
+                print(f"plot: {path} has no transfer rows (swept with --no-transfers): no kernel_vs_transfer figure")
+            for written in figures.written:
+                print(f"wrote {written}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+// The shared part of the sweep programs: command line, CSV rows, transfer timings.
+#include "sweep.hpp"
+
+#include "workbook/workbook.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <sstream>
+#include <stdexcept>
+
+namespace bench {
+namespace {
+
+[[noreturn]] void usage_error(const std::string& program, const std::string& what) {
+  std::fprintf(stderr, "%s: %s\nRun %s --help for the options.\n", program.c_str(), what.c_str(), program.c_str());
+  std::exit(2);
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+// A positive whole number, written plainly or as 1e6.
+double parse_count(const std::string& program, const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !(value >= 1) || value > 2e9 || value != std::floor(value)) {
+    usage_error(program, option + " wants whole numbers from 1 to 2e9 (like 1000 or 1e6), not '" + text + "'");
+  }
+  return value;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::string number(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
+  return buffer;
+}
+
+}  // namespace
+
+std::vector<std::size_t> half_decades(double first, double last) {
+  std::vector<std::size_t> sizes;
+  for (double e = std::log10(first); e <= std::log10(last) + 1e-9; e += 0.5) {
+    sizes.push_back(static_cast<std::size_t>(std::llround(std::pow(10.0, e))));
+  }
+  return sizes;
+}
+
+Options parse_options(int argc, char** argv, const std::string& lesson, const Defaults& defaults) {
+  const std::string program = argc > 0 ? argv[0] : "sweep";
+  Options options;
+  options.sizes = defaults.sizes;
+  options.blocks = defaults.blocks;
+  options.grid_modes = defaults.grid_modes;
+  const std::string usage =
+      "usage: " + program + " [--implementation NAME] [--sizes N,N,...] [--blocks B,B,...] [--grids MODE,...]\n"
+      "       [--warmup N] [--samples N] [--no-transfers] [--print-header]\n"
+      "Times lesson " + lesson + " for every size x block size x grid mode and prints one CSV row per\n"
+      "measurement to stdout (./sweep runs this for you and writes the file).\n"
+      "  --sizes      problem sizes (default 1e4 .. 1e8 in half decades; clipped to the GPU's free memory)\n"
+      "  --blocks     threads per block (default 32,64,128,256,512,1024)\n"
+      "  --grids      grid modes: " + join(defaults.grid_modes) + "\n"
+      "  --implementation  the CSV's implementation column (default student)\n";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(program, arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(usage.c_str(), stdout);
+      std::exit(0);
+    } else if (arg == "--implementation") {
+      options.implementation = value();
+    } else if (arg == "--sizes") {
+      options.sizes.clear();
+      for (const auto& s : split(value())) options.sizes.push_back(static_cast<std::size_t>(parse_count(program, arg, s)));
+    } else if (arg == "--blocks") {
+      options.blocks.clear();
+      for (const auto& s : split(value())) options.blocks.push_back(static_cast<int>(parse_count(program, arg, s)));
+    } else if (arg == "--grids") {
+      options.grid_modes = split(value());
+      for (const auto& mode : options.grid_modes) {
+        if (std::find(defaults.grid_modes.begin(), defaults.grid_modes.end(), mode) == defaults.grid_modes.end()) {
+          usage_error(program, "unknown grid mode '" + mode + "'; this lesson has: " + join(defaults.grid_modes));
+        }
+      }
+    } else if (arg == "--warmup") {
+      options.warmup = static_cast<int>(parse_count(program, arg, value())) ;
+    } else if (arg == "--samples") {
+      options.samples = static_cast<int>(parse_count(program, arg, value()));
+    } else if (arg == "--no-transfers") {
+      options.transfers = false;
+    } else if (arg == "--print-header") {
+      options.print_header = true;
+    } else {
+      usage_error(program, "unknown argument '" + arg + "'");
+    }
+  }
+  if (options.sizes.empty() || options.blocks.empty() || options.grid_modes.empty()) {
+    usage_error(program, "--sizes, --blocks and --grids need at least one value each");
+  }
+  return options;
+}
+
+const std::vector<std::string>& sweep_columns() {
+  static const std::vector<std::string> columns{
+      "lesson", "implementation", "operation", "n", "block", "grid_mode", "grid", "samples", "median_ms", "min_ms",
+      "max_ms", "bytes", "flops", "gbps", "gflops", "pct_of_copy_bandwidth", "copy_bandwidth_gbps", "gpu", "date"};
+  return columns;
+}
+
+RunInfo run_info() {
+  RunInfo info;
+  info.gpu = workbook::query_device(0).name;
+  info.copy_bandwidth_gbps = workbook::copy_bandwidth_gbps_for_run();
+  const std::time_t now = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  info.date = buffer;
+  return info;
+}
+
+std::string header_line() {
+  std::string line;
+  for (const auto& column : sweep_columns()) line += (line.empty() ? "" : ",") + column;
+  return line;
+}
+
+std::string format_row(const Row& row, const RunInfo& info) {
+  const double gbps = workbook::gigabytes_per_second(row.bytes, row.stats.median_ms);
+  const double gflops = row.stats.median_ms > 0 ? row.flops / (row.stats.median_ms * 1e-3) / 1e9 : 0.0;
+  const std::vector<std::string> fields{
+      csv_field(row.lesson), csv_field(row.implementation), csv_field(row.operation), std::to_string(row.n),
+      row.block > 0 ? std::to_string(row.block) : "", csv_field(row.grid_mode),
+      row.grid > 0 ? std::to_string(row.grid) : "", std::to_string(row.stats.samples), number(row.stats.median_ms),
+      number(row.stats.min_ms), number(row.stats.max_ms), number(row.bytes), number(row.flops), number(gbps),
+      number(gflops), number(info.copy_bandwidth_gbps > 0 ? 100.0 * gbps / info.copy_bandwidth_gbps : 0.0),
+      number(info.copy_bandwidth_gbps), csv_field(info.gpu), info.date};
+  std::string line;
+  for (const auto& field : fields) line += (line.empty() ? "" : ",") + field;
+  return line;
+}
+
+void begin_output(std::size_t planned) {
+  std::printf("# planned %zu\n%s\n", planned, header_line().c_str());
+  std::fflush(stdout);
+}
+
+void emit(const Row& row, const RunInfo& info) {
+  std::printf("%s\n", format_row(row, info).c_str());
+  std::fflush(stdout);
+}
+
+std::size_t clip_to_free_memory(std::size_t cap, int arrays) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  WORKBOOK_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return std::min(cap, free_bytes / 2 / (static_cast<std::size_t>(arrays) * sizeof(float)));
+}
+
+workbook::TimingStats time_measurement(const std::function<void(cudaStream_t)>& work, const Options& options) {
+  workbook::TimingOptions probe;
+  probe.warmup = 1;
+  probe.samples = 1;
+  const workbook::TimingStats first = workbook::time_on_device(work, probe);
+  workbook::TimingOptions timing;
+  timing.warmup = options.warmup;
+  timing.samples = first.median_ms > 50.0 ? std::min(options.samples, 3) : options.samples;
+  return workbook::time_on_device(work, timing);
+}
+
+std::vector<Row> measure_transfers(const std::string& lesson, std::size_t n, int in_arrays, int out_arrays) {
+  const std::size_t bytes_in = static_cast<std::size_t>(in_arrays) * n * sizeof(float);
+  const std::size_t bytes_out = static_cast<std::size_t>(out_arrays) * n * sizeof(float);
+  workbook::DeviceBuffer<unsigned char> device_in(bytes_in), device_out(bytes_out);
+  workbook::PinnedBuffer<unsigned char> pinned_in(bytes_in), pinned_out(bytes_out);
+  std::vector<unsigned char> pageable_in(bytes_in, 1), pageable_out(bytes_out, 2);  // touched: pages exist
+  std::fill(pinned_in.data(), pinned_in.data() + bytes_in, 1);
+
+  workbook::TimingOptions options;
+  options.warmup = 1;
+  options.samples = n <= 1000000 ? 10 : 5;
+  struct Copy { const char* operation; void* dst; const void* src; std::size_t bytes; cudaMemcpyKind kind; };
+  const Copy copies[] = {
+      {"h2d_pageable", device_in.data(), pageable_in.data(), bytes_in, cudaMemcpyHostToDevice},
+      {"h2d_pinned", device_in.data(), pinned_in.data(), bytes_in, cudaMemcpyHostToDevice},
+      {"d2h_pageable", pageable_out.data(), device_out.data(), bytes_out, cudaMemcpyDeviceToHost},
+      {"d2h_pinned", pinned_out.data(), device_out.data(), bytes_out, cudaMemcpyDeviceToHost},
+  };
+  std::vector<Row> rows;
+  for (const Copy& c : copies) {
+    Row row;
+    row.lesson = lesson;
+    row.implementation = "cudaMemcpy";
+    row.operation = c.operation;
+    row.n = n;
+    row.bytes = static_cast<double>(c.bytes);
+    row.stats = workbook::time_on_device(
+        [&](cudaStream_t s) { WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(c.dst, c.src, c.bytes, c.kind, s)); }, options);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace bench

@@ -1,0 +1,97 @@
+/// \file
+/// What every lesson's sweep program shares: its command line, the CSV it writes (one row
+/// per measurement, the columns in sweep_columns()), and the host-device transfer timings.
+/// A sweep program prints "# planned N" first, then the header, then rows as they are
+/// measured; ./sweep reads them as they come, draws the progress bar and writes the file.
+#pragma once
+
+#include "workbook/timer.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+/// Exit status of a sweep program whose student code gives wrong results: nothing is timed.
+constexpr int kExitIncorrect = 5;
+
+/// What a lesson's sweep covers unless the command line says otherwise.
+struct Defaults {
+  std::vector<std::size_t> sizes;        ///< problem sizes
+  std::vector<int> blocks;               ///< threads per block
+  std::vector<std::string> grid_modes;   ///< the lesson's grid modes; the first is the default
+};
+
+/// The parsed command line of a sweep program.
+struct Options {
+  std::string implementation = "student";  ///< the CSV's implementation column
+  std::vector<std::size_t> sizes;          ///< problem sizes, before clipping to free memory
+  std::vector<int> blocks;                 ///< threads per block
+  std::vector<std::string> grid_modes;     ///< grid modes
+  int warmup = 3;                          ///< untimed launches per measurement
+  int samples = 20;                        ///< timed launches per measurement
+  bool transfers = true;                   ///< also time the host-device copies
+  bool print_header = false;               ///< print the CSV header and stop (no GPU needed)
+};
+
+/// Sizes 10^4 .. 10^8 in steps of sqrt(10) (half decades), rounded.
+std::vector<std::size_t> half_decades(double first = 1e4, double last = 1e8);
+
+/// Parses argv. Bad arguments print what was wrong and the usage to stderr and exit with 2;
+/// --help prints the usage and exits with 0.
+Options parse_options(int argc, char** argv, const std::string& lesson, const Defaults& defaults);
+
+/// The CSV columns, in order. tools/bench/sweep_schema.py lists the same (a test checks it).
+const std::vector<std::string>& sweep_columns();
+
+/// One measurement: one CSV row.
+struct Row {
+  std::string lesson;          ///< e.g. "02_multiply_add"
+  std::string implementation;  ///< "student", "reference", or "cudaMemcpy" for transfers
+  std::string operation;       ///< the kernel, or h2d_pageable / h2d_pinned / d2h_pageable / d2h_pinned
+  std::size_t n = 0;           ///< problem size (elements)
+  int block = 0;               ///< threads per block; 0 (empty in the CSV) for transfers
+  std::string grid_mode;       ///< e.g. "cover" or "wave"; empty for transfers
+  long long grid = 0;          ///< blocks launched; 0 (empty) for transfers
+  workbook::TimingStats stats; ///< the timing
+  double bytes = 0;            ///< bytes moved to and from memory per launch (or copied)
+  double flops = 0;            ///< floating-point operations per launch
+};
+
+/// Facts written into every row: the GPU, its measured copy bandwidth and the sweep's start.
+struct RunInfo {
+  std::string gpu;
+  double copy_bandwidth_gbps = 0;
+  std::string date;  ///< ISO 8601, UTC
+};
+
+/// Reads the GPU's name, measures its copy bandwidth (or takes it from the environment,
+/// see workbook::copy_bandwidth_gbps_for_run) and notes the time.
+RunInfo run_info();
+
+/// The header line (no newline).
+std::string header_line();
+
+/// A row as a CSV line (no newline); fields with commas or quotes are quoted.
+std::string format_row(const Row& row, const RunInfo& info);
+
+/// Prints "# planned N" (N measurements to come) and the header to stdout.
+void begin_output(std::size_t planned);
+
+/// Prints one row to stdout and flushes it, so ./sweep sees it at once.
+void emit(const Row& row, const RunInfo& info);
+
+/// The largest n <= cap whose \p arrays float arrays fit in half the free device memory.
+std::size_t clip_to_free_memory(std::size_t cap, int arrays);
+
+/// Times copying \p in_arrays arrays of n floats to the device and \p out_arrays back, from
+/// pageable (std::vector) and pinned (cudaMallocHost) host memory: four rows.
+std::vector<Row> measure_transfers(const std::string& lesson, std::size_t n, int in_arrays, int out_arrays);
+
+/// Timing options for one measurement: the options' warm-up and samples, fewer samples when
+/// one probe launch already takes long.
+workbook::TimingStats time_measurement(const std::function<void(cudaStream_t)>& work, const Options& options);
+
+}  // namespace bench

@@ -1,0 +1,256 @@
+"""./sweep: time a lesson's kernels over sizes x block sizes x grid modes, for your code and
+the reference solution, and write one tidy CSV per lesson for ./plot.
+
+Exit codes: 0 written; 1 written, but your code could not be swept (it does not compile or
+gives wrong results: the reference is still there); 2 bad arguments; 3 no GPU; 4 the build
+could not be set up."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from driver import build
+from driver.cli import query_device, resolve_tree
+from driver.manifest import ManifestError, load_manifest, select_lessons
+from sweep_schema import COLUMNS, CsvError, read_sweep
+
+EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD = 0, 1, 2, 3, 4
+EXIT_INCORRECT = 5  # bench::kExitIncorrect: the sweep program found the kernel wrong
+PROGRAM_NO_GPU = 77  # workbook::exit_without_gpu
+SILENCE_LIMIT_S = 300  # a sweep program that prints nothing for this long is stopped
+
+
+def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="./sweep",
+        description="Time a lesson's kernels over sizes, block sizes and grid modes, for your code and the "
+                    "reference, and write a CSV for ./plot (one row per measurement).",
+        epilog="examples:  ./sweep 02                   the full sweep (sizes 1e4 .. 1e8)\n"
+               "           ./sweep 02 --sizes 1e4,1e5,1e6 --blocks 128,256,512\n"
+               "           ./plot sweep-results/02_multiply_add.csv    then the figures",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lesson number or name (default: all with a sweep)")
+    parser.add_argument("--tree", default="exercises", help="your code: a directory laid out like exercises/")
+    parser.add_argument("--no-reference", action="store_true", help="sweep your code only")
+    parser.add_argument("--sizes", help="comma-separated sizes, e.g. 1e4,1e5,1e6 (default 1e4 .. 1e8, half decades)")
+    parser.add_argument("--blocks", help="comma-separated block sizes (default 32,64,128,256,512,1024)")
+    parser.add_argument("--grids", help="comma-separated grid modes (lesson 02: cover,wave)")
+    parser.add_argument("--samples", type=int, help="timed launches per measurement (default 20)")
+    parser.add_argument("--no-transfers", action="store_true", help="skip the host-device copy timings")
+    parser.add_argument("--out", default=str(root / "sweep-results"), help="where the CSVs go (default sweep-results/)")
+    parser.add_argument("--build-dir", default=str(root / "build" / "grade"), help="CMake build directory")
+    parser.add_argument("--no-build", action="store_true", help="use the programs already built in --build-dir")
+    args = parser.parse_args(argv)
+    if args.samples is not None and args.samples < 1:
+        parser.error("--samples must be at least 1")
+    return args
+
+
+class Progress:
+    """A progress bar on a terminal; a line every 10% otherwise (logs, CI)."""
+
+    def __init__(self, label: str, total: int):
+        self.label, self.total, self.done = label, max(total, 1), 0
+        self.tty = sys.stderr.isatty()
+        self.last_decile = -1
+        self.start = time.monotonic()
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        fraction = min(self.done / self.total, 1.0)
+        if self.tty:
+            bar = "#" * int(30 * fraction) + "-" * (30 - int(30 * fraction))
+            sys.stderr.write(f"\r  {self.label:<10} [{bar}] {self.done}/{self.total}  {what:<40.40}")
+            sys.stderr.flush()
+        elif int(fraction * 10) > self.last_decile:
+            self.last_decile = int(fraction * 10)
+            print(f"  {self.label}: {self.done}/{self.total} measurements ({fraction:.0%})", flush=True)
+
+    def finish(self) -> None:
+        if self.tty:
+            sys.stderr.write("\n")
+        print(f"  {self.label}: {self.done} measurements in {time.monotonic() - self.start:.0f} s", flush=True)
+
+
+def run_sweep(program: str, implementation: str, options: List[str], env: Dict[str, str]) -> Tuple[int, List[str], str]:
+    """Runs one sweep program; returns (exit status, its CSV rows, its stderr)."""
+    process = subprocess.Popen([program, "--implementation", implementation] + options, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env={**os.environ, **env}, text=True, start_new_session=True)
+    lines: "queue.Queue[Optional[str]]" = queue.Queue()
+    errors: List[str] = []
+
+    def pump_stdout():
+        for line in process.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    def pump_stderr():
+        errors.extend(process.stderr)
+
+    threads = [threading.Thread(target=pump_stdout, daemon=True), threading.Thread(target=pump_stderr, daemon=True)]
+    for t in threads:
+        t.start()
+    rows: List[str] = []
+    progress: Optional[Progress] = None
+    header_seen = False
+    while True:
+        try:
+            line = lines.get(timeout=SILENCE_LIMIT_S)
+        except queue.Empty:
+            os.killpg(process.pid, 9)
+            process.wait()
+            return 124, rows, f"stopped: no measurement for {SILENCE_LIMIT_S} s (does a kernel hang?)"
+        if line is None:
+            break
+        if line.startswith("# planned"):
+            progress = Progress(implementation, int(line.split()[-1]))
+        elif not header_seen:
+            header_seen = True
+            if line.split(",") != COLUMNS:
+                os.killpg(process.pid, 9)
+                process.wait()
+                return 1, [], (f"{program} wrote an unexpected CSV header:\n  {line}\nRebuild it (./sweep without "
+                               "--no-build) so it matches tools/bench/sweep_schema.py.")
+        else:
+            rows.append(line)
+            if progress:
+                fields = line.split(",")
+                progress.step(f"n={fields[3]} block={fields[4] or '-'} {fields[5] or fields[2]}")
+    process.wait()
+    for t in threads:
+        t.join(timeout=5)
+    if progress:
+        progress.finish()
+    return process.returncode, rows, "".join(errors)
+
+
+def summarize(path: Path) -> List[str]:
+    """One line per implementation: its best configuration at the largest n."""
+    rows = read_sweep(path)
+    kernels = [r for r in rows if r["block"] is not None]
+    largest = max(r["n"] for r in kernels)
+    lines = []
+    for name in sorted({r["implementation"] for r in kernels}, key=lambda s: (s != "student", s)):
+        best = min((r for r in kernels if r["implementation"] == name and r["n"] == largest),
+                   key=lambda r: r["median_ms"])
+        lines.append(f"  {name:<10} best at n = {largest:.3g}: {best['gbps']:.0f} GB/s, "
+                     f"{best['pct_of_copy_bandwidth']:.0f}% of the copy bandwidth (block {best['block']}, "
+                     f"grid '{best['grid_mode']}', {best['median_ms']:.4g} ms)")
+    transfers = {r["operation"]: r for r in rows if r["block"] is None and r["n"] == largest}
+    if transfers:
+        lines.append("  copies at n = {:.3g}: ".format(largest) + ", ".join(
+            f"{op} {r['gbps']:.1f} GB/s" for op, r in sorted(transfers.items())))
+    return lines
+
+
+def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
+    root = Path(root or Path(__file__).resolve().parents[2])
+    args = parse_args(sys.argv[1:] if argv is None else argv, root)
+    try:
+        lessons = select_lessons(load_manifest(root / "lessons" / "manifest.json"), args.lessons)
+    except ManifestError as e:
+        print(f"sweep: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    with_sweep = [l for l in lessons if (root / "tools" / "bench" / f"{l.slug}.cu").exists()]
+    if not with_sweep:
+        print(f"sweep: {', '.join(l.slug for l in lessons)} has no sweep; lessons with one: "
+              + ", ".join(p.stem for p in sorted((root / "tools" / "bench").glob("[0-9][0-9]_*.cu"))), file=sys.stderr)
+        return EXIT_USAGE
+    tree_dir = resolve_tree(root, args.tree)
+    if not tree_dir.is_dir():
+        print(f"sweep: there is no directory {args.tree!r}. Give --tree a directory laid out like exercises/.",
+              file=sys.stderr)
+        return EXIT_USAGE
+    build_dir = Path(args.build_dir).resolve()
+    try:
+        index, tree = build.prepare(root, build_dir, tree_dir, args.no_build)
+    except build.BuildError as e:
+        print(f"sweep: {e}", file=sys.stderr)
+        return EXIT_BUILD
+
+    device_query = query_device(index)
+    if device_query.returncode != 0:
+        reason = device_query.stderr.decode(errors="replace").strip() or "the GPU could not be queried."
+        print(f"sweep: nothing was timed. {reason}", file=sys.stderr)
+        return EXIT_NO_GPU if device_query.returncode == EXIT_NO_GPU else EXIT_BUILD
+    device = json.loads(device_query.stdout)
+    env = {"WORKBOOK_COPY_BANDWIDTH_GBPS": str(device.get("copy_bandwidth_gbps", ""))}
+    print(f"Sweeping on {device.get('name')} (copy bandwidth {float(device.get('copy_bandwidth_gbps', 0)):.0f} GB/s)",
+          flush=True)
+
+    options = []
+    for flag, value in (("--sizes", args.sizes), ("--blocks", args.blocks), ("--grids", args.grids),
+                        ("--samples", args.samples)):
+        if value is not None:
+            options += [flag, str(value)]
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    status = EXIT_OK
+    for lesson in with_sweep:
+        runs = [("student", tree)]
+        if not args.no_reference and tree != "solutions" and "solutions" in index.get("trees", {}):
+            runs.append(("reference", "solutions"))
+        elif tree == "solutions":
+            runs = [("reference", "solutions")]
+        rows: List[str] = []
+        transfers_done = args.no_transfers
+        for implementation, tree_name in runs:
+            target = build.sweep_target(lesson.slug, tree_name)
+            if not args.no_build:
+                print(f"Building {target} ...", flush=True)
+                ok, log = build.build_target(build_dir, target)
+                if not ok:
+                    print(f"sweep: {lesson.slug} ({implementation}) does not compile, so it is not swept:\n"
+                          f"{build.first_errors(log)}", file=sys.stderr)
+                    status = EXIT_PARTIAL
+                    continue
+                index = build.load_index(build_dir) or index  # the build may have reconfigured itself
+            program = build.sweep_programs(index, tree_name).get(lesson.slug)
+            if not program or not Path(program).exists():
+                print(f"sweep: no sweep program for {lesson.slug} in {build_dir}; run without --no-build",
+                      file=sys.stderr)
+                status = EXIT_PARTIAL
+                continue
+            code, new_rows, errors = run_sweep(program, implementation,
+                                               options + ([] if not transfers_done else ["--no-transfers"]), env)
+            if errors.strip():
+                print(errors.rstrip(), file=sys.stderr)
+            if code == PROGRAM_NO_GPU:
+                return EXIT_NO_GPU
+            if code != 0:
+                if code == EXIT_INCORRECT:
+                    print(f"sweep: {implementation} was not swept: fix it first (./grade {lesson.number:02d}).",
+                          file=sys.stderr)
+                else:
+                    print(f"sweep: the {implementation} sweep failed (exit {code}); its rows are left out.",
+                          file=sys.stderr)
+                status = EXIT_PARTIAL
+                continue
+            rows += new_rows
+            transfers_done = True
+        if not rows:
+            print(f"sweep: nothing was measured for {lesson.slug}", file=sys.stderr)
+            status = EXIT_PARTIAL
+            continue
+        path = out_dir / f"{lesson.slug}.csv"
+        temporary = path.with_suffix(".csv.part")
+        temporary.write_text(",".join(COLUMNS) + "\n" + "\n".join(rows) + "\n")
+        temporary.replace(path)
+        try:
+            summary = summarize(path)
+        except CsvError as e:
+            print(f"sweep: the CSV written does not read back: {e}", file=sys.stderr)
+            return EXIT_PARTIAL
+        shown = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else str(path)
+        print(f"\nWrote {shown} ({len(rows)} rows).")
+        print("\n".join(summary))
+        print(f"Figures: ./plot {shown}")
+    return status
