@@ -174,8 +174,9 @@ def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str) -> Compo
     failed = [r for r in records if r.get("outcome") == "failed"]
     if failed:
         message = "\n".join(failed[0].get("messages", []))
-        first_line = next((line for line in message.splitlines() if "wrong" in line or "written" in line
-                           or "threw" in line or "not implemented" in line), "")
+        first_line = next((line for line in message.splitlines() if not line.startswith("Hint")
+                           and ("wrong" in line or "written" in line or "threw" in line
+                                or "not implemented" in line)), "")
         # Else the first line that is not a captured value ("n := 1000").
         summary = first_line.strip() or next((line.strip() for line in message.splitlines()
                                               if line.strip() and " := " not in line), "wrong result")

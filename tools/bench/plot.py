@@ -75,8 +75,8 @@ class Figures:
 
     def _finish(self, fig, name: str, title: str) -> None:
         fig.suptitle(f"{title}\n{self.gpu}", fontsize=10)
-        fig.text(0.99, 0.005, f"{self.lesson}, swept {self.date}; median of the samples, bars from min to max",
-                 ha="right", va="bottom", fontsize=6, color="0.4")
+        fig.text(0.99, -0.01, f"{self.lesson}, swept {self.date}; median of the samples, bars from min to max",
+                 ha="right", va="top", fontsize=6, color="0.4")
         for ext in ("png", self.vector_format):
             path = self.out_dir / f"{self.lesson}_{name}.{ext}"
             fig.savefig(path)
@@ -99,7 +99,8 @@ class Figures:
 
     def time_vs_n(self) -> None:
         names = implementations(self.kernels)
-        fig, axes = self.plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), sharey=True, squeeze=False)
+        fig, axes = self.plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.8), sharey=True, squeeze=False,
+                                      layout="constrained")
         blocks = sorted({r["block"] for r in self.kernels})
         cmap = self.plt.get_cmap("viridis")
         for ax, name in zip(axes[0], names):
@@ -146,20 +147,20 @@ class Figures:
 
     def student_vs_reference(self) -> None:
         fig, ax = self.plt.subplots(figsize=(5.2, 3.6))
+        highest = 100.0
         for i, name in enumerate(implementations(self.kernels)):
             best = best_per_n(self.kernels, name)
-            ax.plot([r["n"] for r in best], [r["pct_of_copy_bandwidth"] for r in best], marker="o", markersize=4,
-                    color=f"C{i}", label=f"{name} (best launch configuration)")
             top = best[-1]
-            ax.annotate(f"{top['pct_of_copy_bandwidth']:.0f}%\nblock {top['block']}, {top['grid_mode']}",
-                        (top["n"], top["pct_of_copy_bandwidth"]), textcoords="offset points", xytext=(-4, -22 - 18 * i),
-                        ha="right", fontsize=7, color=f"C{i}")
+            highest = max([highest] + [r["pct_of_copy_bandwidth"] for r in best])
+            ax.plot([r["n"] for r in best], [r["pct_of_copy_bandwidth"] for r in best], marker="o", markersize=4,
+                    color=f"C{i}", label=f"{name}: {top['pct_of_copy_bandwidth']:.0f}% at n = {top['n']:.3g} "
+                                         f"(block {top['block']}, grid '{top['grid_mode']}')")
         ax.axhline(100, color="k", linestyle=":", linewidth=0.8, label="measured copy bandwidth")
         ax.set_xscale("log")
-        ax.set_ylim(0, 110)
+        ax.set_ylim(0, highest * 1.1)
         ax.set_xlabel("n (elements)")
         ax.set_ylabel("effective bandwidth (% of copy bandwidth)")
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=7, loc="lower right", title="best launch configuration per n", title_fontsize=7)
         self._finish(fig, "student_vs_reference", f"{self.operation}: student against reference, best of each")
 
     def kernel_vs_transfer(self) -> bool:

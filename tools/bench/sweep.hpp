@@ -90,8 +90,8 @@ std::size_t clip_to_free_memory(std::size_t cap, int arrays);
 /// pageable (std::vector) and pinned (cudaMallocHost) host memory: four rows.
 std::vector<Row> measure_transfers(const std::string& lesson, std::size_t n, int in_arrays, int out_arrays);
 
-/// Timing options for one measurement: the options' warm-up and samples, fewer samples when
-/// one probe launch already takes long.
+/// Times one measurement with the options' warm-up and samples (fewer samples when one probe
+/// launch already takes long), flushing L2 before each sample so the data comes from DRAM.
 workbook::TimingStats time_measurement(const std::function<void(cudaStream_t)>& work, const Options& options);
 
 }  // namespace bench

@@ -83,7 +83,7 @@ def read_sweep(path: Path) -> List[Dict]:
         raise CsvError(f"{path}: no such file; ./sweep writes it (sweep-results/<lesson>.csv)") from None
     except UnicodeDecodeError:
         raise CsvError(f"{path}: not a text file") from None
-    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
     if not lines:
         raise CsvError(f"{path}: the file is empty")
     reader = csv.reader(lines)

@@ -1,6 +1,6 @@
 // Broken on purpose: one element per thread and no grid-stride loop, so a grid smaller than
-// n needs leaves the tail unwritten (task 1). The launcher's auto grid covers n, so tasks 2
-// and 3 still pass.
+// n needs leaves the tail unwritten: task 1, and task 2 where an explicit grid is too small.
+// The launcher's auto grid covers n, so task 3 still passes.
 #include "multiply_add.hpp"
 
 #include "workbook/workbook.hpp"

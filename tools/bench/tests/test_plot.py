@@ -1,0 +1,85 @@
+"""The plot tool on the checked-in sample sweep: every figure is written, in both formats,
+non-empty; a malformed CSV is rejected with a message and exit 2; a Python without
+matplotlib gets a one-line install hint and exit 3. Run by the python3 that has matplotlib."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+SAMPLE = HERE.parent / "samples" / "02_multiply_add_h200.csv"
+FIGURES = ("time_vs_n", "bandwidth_vs_block", "student_vs_reference", "kernel_vs_transfer")
+MAGIC = {"png": b"\x89PNG", "pdf": b"%PDF", "svg": b"<?xml"}
+
+
+def plot(*args, env=None):
+    return subprocess.run([sys.executable, str(ROOT / "plot")] + [str(a) for a in args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env)
+
+
+class PlotTest(unittest.TestCase):
+    def check_figures(self, fmt):
+        with tempfile.TemporaryDirectory() as out:
+            p = plot(SAMPLE, "--out", out, "--format", fmt)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            for name in FIGURES:
+                for ext in ("png", fmt):
+                    path = Path(out) / f"02_multiply_add_{name}.{ext}"
+                    self.assertTrue(path.exists(), f"{path.name} was not written")
+                    data = path.read_bytes()
+                    self.assertGreater(len(data), 10_000, f"{path.name} is nearly empty")
+                    self.assertTrue(data.startswith(MAGIC[ext]), f"{path.name} is not a {ext} file")
+                    if ext == "svg":
+                        self.assertIn(b"NVIDIA H200", data)  # the GPU's name is on the figure
+
+    def test_every_figure_as_png_and_pdf(self):
+        self.check_figures("pdf")
+
+    def test_every_figure_as_png_and_svg(self):
+        self.check_figures("svg")
+
+    def test_default_output_is_beside_the_csv(self):
+        with tempfile.TemporaryDirectory() as d:
+            csv = Path(d) / "sweep.csv"
+            csv.write_text(SAMPLE.read_text())
+            p = plot(csv)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(len(list((Path(d) / "figures").glob("*.png"))), len(FIGURES))
+
+    def test_without_transfer_rows_the_other_figures_are_still_drawn(self):
+        with tempfile.TemporaryDirectory() as d:
+            csv = Path(d) / "sweep.csv"
+            csv.write_text("\n".join(l for l in SAMPLE.read_text().splitlines() if ",cudaMemcpy," not in l) + "\n")
+            p = plot(csv, "--out", d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("no transfer rows", p.stdout)
+            self.assertEqual(len(list(Path(d).glob("*.png"))), len(FIGURES) - 1)
+
+    def test_malformed_csv_is_rejected_with_a_message(self):
+        with tempfile.TemporaryDirectory() as d:
+            csv = Path(d) / "broken.csv"
+            lines = SAMPLE.read_text().splitlines()
+            csv.write_text("\n".join(lines[:5] + ["02_multiply_add,student,multiply_add,abc"]) + "\n")
+            p = plot(csv, "--out", d)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("line 6", p.stderr)
+            self.assertEqual(list(Path(d).glob("*.png")), [])
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+
+    def test_missing_matplotlib_gets_an_install_hint(self):
+        with tempfile.TemporaryDirectory() as d:
+            blocker = Path(d) / "matplotlib"
+            blocker.mkdir()
+            (blocker / "__init__.py").write_text("raise ImportError('no matplotlib here')\n")
+            env = dict(os.environ, PYTHONPATH=d)
+            p = plot(SAMPLE, "--out", d, env=env)
+        self.assertEqual(p.returncode, 3)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertIn("pip install matplotlib", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
