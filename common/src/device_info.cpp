@@ -87,6 +87,12 @@ double measure_copy_bandwidth_gbps(std::size_t bytes, int samples) {
   return gigabytes_per_second(2.0 * static_cast<double>(bytes), stats.median_ms);  // read + write
 }
 
+std::size_t fit_in_free_memory(std::size_t cap, int arrays) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  WORKBOOK_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return std::min(cap, free_bytes / 2 / (static_cast<std::size_t>(arrays) * sizeof(float)));
+}
+
 double copy_bandwidth_gbps_for_run() {
   static const double cached = [] {
     if (const char* given = std::getenv("WORKBOOK_COPY_BANDWIDTH_GBPS")) {

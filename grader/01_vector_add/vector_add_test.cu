@@ -63,7 +63,7 @@ void require_implemented(const char* function, int task, Launch launch) {
 // measured copy bandwidth. The output is verified first: a wrong kernel is never timed.
 template <class Launch>
 void measure_bandwidth(Launch launch) {
-  const std::size_t n = grader::fit_in_free_memory(kPerformanceN, 3);
+  const std::size_t n = workbook::fit_in_free_memory(kPerformanceN, 3);
   CAPTURE(n);
   Problem p(n);
   launch(p, cudaStream_t{nullptr});
@@ -98,7 +98,7 @@ TEST_CASE("Task 1: vector_add is correct for every size and block size", "[task_
     vector_add<<<blocks_for(1000, 256), 256>>>(p.a.data(), p.b.data(), p.c.data(), 1000);
     WORKBOOK_CHECK_LAUNCH();
   });
-  const std::size_t large = grader::fit_in_free_memory(kLargeCorrectness, 3);
+  const std::size_t large = workbook::fit_in_free_memory(kLargeCorrectness, 3);
   for (const int block : {256, 32, 1024, 96}) {
     for (const std::size_t n : grader::test_sizes(block, block == 256 ? large : 0)) {
       const int grid = blocks_for(n, block);
@@ -127,7 +127,7 @@ TEST_CASE("Task 2: vector_add_grid_stride is correct for grids smaller and large
     WORKBOOK_CHECK_LAUNCH();
   });
   const auto info = workbook::query_device(0);
-  const std::size_t large = grader::fit_in_free_memory(kLargeCorrectness, 3);
+  const std::size_t large = workbook::fit_in_free_memory(kLargeCorrectness, 3);
   for (const std::size_t n : grader::test_sizes(256, large)) {
     struct Launch { int grid, block; };
     std::vector<Launch> launches{{2 * info.sm_count, 256}, {blocks_for(n, 256), 256}, {blocks_for(n, 1024) + 3, 1024}};
@@ -199,7 +199,7 @@ TEST_CASE("Task 3: vector_add_host does the whole round trip", "[task_3]") {
       grader::not_implemented("vector_add_host left c untouched (TODO(task 3) in exercises/01_vector_add/vector_add.cu)");
     }
   }
-  const std::size_t large = grader::fit_in_free_memory(kLargeCorrectness, 3);
+  const std::size_t large = workbook::fit_in_free_memory(kLargeCorrectness, 3);
   for (const std::size_t n : grader::test_sizes(256, large)) {
     CAPTURE(n);
     const auto [out, expected] = run(n);

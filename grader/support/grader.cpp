@@ -70,11 +70,4 @@ std::vector<std::size_t> test_sizes(int block, std::size_t large) {
   return sizes;
 }
 
-std::size_t fit_in_free_memory(std::size_t cap, int arrays) {
-  std::size_t free_bytes = 0, total_bytes = 0;
-  WORKBOOK_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t fits = free_bytes / 2 / (static_cast<std::size_t>(arrays) * sizeof(float));
-  return std::min(cap, fits);
-}
-
 }  // namespace grader

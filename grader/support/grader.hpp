@@ -44,8 +44,4 @@ void reset_test_state();
 /// \p large (skipped under the sanitizer).
 std::vector<std::size_t> test_sizes(int block, std::size_t large);
 
-/// The largest n <= \p cap such that \p arrays float arrays of n elements fit in half the
-/// free device memory.
-std::size_t fit_in_free_memory(std::size_t cap, int arrays);
-
 }  // namespace grader

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     // Three arrays on the device; the transfers add three more, so clip for six.
     std::vector<std::size_t> sizes;
     for (const std::size_t n : options.sizes) {
-      const std::size_t clipped = bench::clip_to_free_memory(n, options.transfers ? 6 : 3);
+      const std::size_t clipped = workbook::fit_in_free_memory(n, options.transfers ? 6 : 3);
       if (clipped < n) {
         std::fprintf(stderr, "%s: n = %zu does not fit in half the free GPU memory; using %zu\n", argv[0], n, clipped);
       }

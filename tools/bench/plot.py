@@ -43,9 +43,8 @@ def import_pyplot():
 
 
 def implementations(rows: List[Dict]) -> List[str]:
-    names = sorted({r["implementation"] for r in rows if not is_transfer(r)},
-                   key=lambda s: (IMPLEMENTATION_ORDER.index(s) if s in IMPLEMENTATION_ORDER else 99, s))
-    return names
+    return sorted({r["implementation"] for r in rows if not is_transfer(r)},
+                  key=lambda s: (IMPLEMENTATION_ORDER.index(s) if s in IMPLEMENTATION_ORDER else 99, s))
 
 
 def best_per_n(rows: List[Dict], implementation: str) -> List[Dict]:
@@ -125,7 +124,7 @@ class Figures:
         fig, ax = self.plt.subplots(figsize=(5.2, 3.6))
         styles = {"student": "-", "reference": "--"}
         markers = "osD^v"
-        for i, name in enumerate(implementations(at_largest)):
+        for name in implementations(at_largest):
             for j, mode in enumerate(sorted({r["grid_mode"] for r in at_largest})):
                 series = sorted((r for r in at_largest if r["implementation"] == name and r["grid_mode"] == mode),
                                 key=lambda r: r["block"])

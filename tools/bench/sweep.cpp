@@ -108,7 +108,7 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
         }
       }
     } else if (arg == "--warmup") {
-      options.warmup = static_cast<int>(parse_count(program, arg, value())) ;
+      options.warmup = static_cast<int>(parse_count(program, arg, value()));
     } else if (arg == "--samples") {
       options.samples = static_cast<int>(parse_count(program, arg, value()));
     } else if (arg == "--no-transfers") {
@@ -172,12 +172,6 @@ void begin_output(std::size_t planned) {
 void emit(const Row& row, const RunInfo& info) {
   std::printf("%s\n", format_row(row, info).c_str());
   std::fflush(stdout);
-}
-
-std::size_t clip_to_free_memory(std::size_t cap, int arrays) {
-  std::size_t free_bytes = 0, total_bytes = 0;
-  WORKBOOK_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return std::min(cap, free_bytes / 2 / (static_cast<std::size_t>(arrays) * sizeof(float)));
 }
 
 workbook::TimingStats time_measurement(const std::function<void(cudaStream_t)>& work, const Options& options) {

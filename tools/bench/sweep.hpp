@@ -83,9 +83,6 @@ void begin_output(std::size_t planned);
 /// Prints one row to stdout and flushes it, so ./sweep sees it at once.
 void emit(const Row& row, const RunInfo& info);
 
-/// The largest n <= cap whose \p arrays float arrays fit in half the free device memory.
-std::size_t clip_to_free_memory(std::size_t cap, int arrays);
-
 /// Times copying \p in_arrays arrays of n floats to the device and \p out_arrays back, from
 /// pageable (std::vector) and pinned (cudaMallocHost) host memory: four rows.
 std::vector<Row> measure_transfers(const std::string& lesson, std::size_t n, int in_arrays, int out_arrays);

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 from driver import build
 from driver.cli import query_device, resolve_tree
 from driver.manifest import ManifestError, load_manifest, select_lessons
-from sweep_schema import COLUMNS, CsvError, read_sweep
+from sweep_schema import COLUMNS, CsvError, is_transfer, read_sweep
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD = 0, 1, 2, 3, 4
 EXIT_INCORRECT = 5  # bench::kExitIncorrect: the sweep program found the kernel wrong
@@ -135,7 +135,7 @@ def run_sweep(program: str, implementation: str, options: List[str], env: Dict[s
 def summarize(path: Path) -> List[str]:
     """One line per implementation: its best configuration at the largest n."""
     rows = read_sweep(path)
-    kernels = [r for r in rows if r["block"] is not None]
+    kernels = [r for r in rows if not is_transfer(r)]
     largest = max(r["n"] for r in kernels)
     lines = []
     for name in sorted({r["implementation"] for r in kernels}, key=lambda s: (s != "student", s)):
@@ -144,7 +144,7 @@ def summarize(path: Path) -> List[str]:
         lines.append(f"  {name:<10} best at n = {largest:.3g}: {best['gbps']:.0f} GB/s, "
                      f"{best['pct_of_copy_bandwidth']:.0f}% of the copy bandwidth (block {best['block']}, "
                      f"grid '{best['grid_mode']}', {best['median_ms']:.4g} ms)")
-    transfers = {r["operation"]: r for r in rows if r["block"] is None and r["n"] == largest}
+    transfers = {r["operation"]: r for r in rows if is_transfer(r) and r["n"] == largest}
     if transfers:
         lines.append("  copies at n = {:.3g}: ".format(largest) + ", ".join(
             f"{op} {r['gbps']:.1f} GB/s" for op, r in sorted(transfers.items())))

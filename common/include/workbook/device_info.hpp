@@ -38,6 +38,10 @@ int exit_without_gpu(const char* program);
 /// Reads the properties of \p device. Throws CudaError on failure.
 DeviceInfo query_device(int device = 0);
 
+/// The largest n <= \p cap such that \p arrays float arrays of n elements fit in half the
+/// device's free memory (the other half stays for the guards, the runtime and others).
+std::size_t fit_in_free_memory(std::size_t cap, int arrays);
+
 /// Measures device-to-device cudaMemcpy bandwidth in GB/s, counting bytes read plus bytes
 /// written, on a buffer of \p bytes (choose it far larger than L2). Median of \p samples.
 double measure_copy_bandwidth_gbps(std::size_t bytes, int samples = 10);
