@@ -61,6 +61,11 @@ function(workbook_add_lesson slug)
   add_library(grader_${slug}_tests OBJECT ${grader_sources})
   target_include_directories(grader_${slug}_tests PUBLIC "${PROJECT_SOURCE_DIR}/lessons/${slug}")
   target_link_libraries(grader_${slug}_tests PUBLIC workbook_grader_support)
+  # A lesson's own link requirements for its grader programs (lesson 03: the cuBLAS spy):
+  # grader/<slug>/grader.cmake adds them to the interface library ${link}.
+  set(link grader_${slug}_link)
+  add_library(${link} INTERFACE)
+  include("${grader_dir}/grader.cmake" OPTIONAL)
 
   file(GLOB examples CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/lessons/${slug}/examples/*.cu")
   foreach(example IN LISTS examples)
@@ -100,7 +105,7 @@ function(workbook_add_tree name dir)
 
     set(grader grade_${slug}__${name})
     add_executable(${grader} $<TARGET_OBJECTS:grader_${slug}_tests>)
-    target_link_libraries(${grader} PRIVATE ${impl} workbook_grader_main)
+    target_link_libraries(${grader} PRIVATE ${impl} workbook_grader_main grader_${slug}_link)
     string(APPEND entries "\"${slug}\": \"$<TARGET_FILE:${grader}>\", ")
 
     set(sweep_source "${PROJECT_SOURCE_DIR}/tools/bench/${slug}.cu")

@@ -57,10 +57,12 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
 def list_lessons(lessons: List[Lesson]) -> str:
     lines = []
     for lesson in lessons:
-        lines.append(f"{lesson.slug}  {lesson.title}  ({lesson.max_points:g} points)")
+        bonus = f" + {lesson.bonus_points:g} optional" if lesson.bonus_points else ""
+        lines.append(f"{lesson.slug}  {lesson.title}  ({lesson.max_points:g} points{bonus})")
         for task in lesson.tasks:
             perf = f", performance {task.performance_points:g}" if task.performance_points else ""
-            lines.append(f"    Task {task.id}: {task.title}  (correctness {task.correctness_points:g}{perf})")
+            optional = ", optional" if task.optional else ""
+            lines.append(f"    Task {task.id}: {task.title}  (correctness {task.correctness_points:g}{perf}{optional})")
     return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ class Task:
     perf_metric: Optional[str] = None
     perf_threshold: Optional[float] = None
     hints: List[str] = field(default_factory=list)
+    optional: bool = False  # a challenge: its points are a bonus on top of the lesson's total
 
     @property
     def tag(self) -> str:
@@ -50,7 +51,12 @@ class Lesson:
 
     @property
     def max_points(self) -> float:
-        return sum(t.max_points for t in self.tasks)
+        """The points of the required tasks; optional ones add bonus_points on top."""
+        return sum(t.max_points for t in self.tasks if not t.optional)
+
+    @property
+    def bonus_points(self) -> float:
+        return sum(t.max_points for t in self.tasks if t.optional)
 
 
 _SLUG = re.compile(r"^\d{2}_[a-z0-9_]+$")
@@ -68,6 +74,7 @@ def _task(raw: dict, slug: str) -> Task:
             perf_metric=perf.get("metric"),
             perf_threshold=float(perf["threshold"]) if "threshold" in perf else None,
             hints=[str(h) for h in raw.get("hints", [])],
+            optional=bool(raw.get("optional", False)),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise ManifestError(f"lesson {slug}: a task is missing or has a bad field: {e}") from e

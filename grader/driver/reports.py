@@ -40,10 +40,11 @@ def format_scoreboard(run: GradeRun) -> str:
         lesson = lesson_result.lesson
         lines.append("")
         head = f"{lesson.slug}  {lesson.title}"
-        lines.append(f"{head:<86} {_points(lesson_result.score):>4} / {_points(lesson.max_points)}")
+        bonus = f" (+{_points(lesson.bonus_points)} optional)" if lesson.bonus_points else ""
+        lines.append(f"{head:<86} {_points(lesson_result.score):>4} / {_points(lesson.max_points)}{bonus}")
         for task_result in lesson_result.tasks:
             task = task_result.task
-            lines.append(f"  Task {task.id}  {task.title}")
+            lines.append(f"  Task {task.id}  {task.title}" + ("  [optional: bonus points]" if task.optional else ""))
             for c in task_result.components:
                 label = STATUS_LABELS[c.status]
                 lines.append(f"          {c.kind:<12} {label:<20} {_points(c.score):>3} / {_points(c.max_score):<3} "
@@ -51,7 +52,8 @@ def format_scoreboard(run: GradeRun) -> str:
                 if c.status not in (PASSED, NOT_RUN, SKIPPED) and c.details:
                     problems.append((f"{lesson.slug} · Task {task.id} · {c.kind}: {label}", c))
     lines.append("")
-    lines.append(f"Total: {_points(run.score)} / {_points(run.max_score)}")
+    bonus = f" (+{_points(run.bonus_max_score)} optional)" if run.bonus_max_score else ""
+    lines.append(f"Total: {_points(run.score)} / {_points(run.max_score)}{bonus}")
     if problems:
         lines.append("")
         lines.append("What went wrong")
@@ -76,15 +78,18 @@ def gradescope_results(run: GradeRun) -> dict:
                 output = f"{STATUS_LABELS[c.status]}: {c.summary}"
                 if c.details:
                     output += "\n\n" + c.details.strip()
+                extra = {"status": c.status, "metrics": c.metrics}
+                if task.optional:  # extra credit: Gradescope adds the score and not the maximum
+                    extra.update(optional=True, points=c.max_score)
                 tests.append({
                     "name": _test_name(lesson_result.lesson.slug, task.id, task.title, c.kind),
                     "number": f"{lesson_result.lesson.number}.{task.id}" + (".p" if c.kind == "performance" else ""),
                     "score": c.score,
-                    "max_score": c.max_score,
+                    "max_score": 0 if task.optional else c.max_score,
                     "status": "passed" if c.status == PASSED else "failed",
                     "output": output,
                     "tags": [lesson_result.lesson.slug, task.tag, c.kind],
-                    "extra_data": {"status": c.status, "metrics": c.metrics},
+                    "extra_data": extra,
                 })
     return {
         "score": run.score,

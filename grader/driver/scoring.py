@@ -45,7 +45,22 @@ _CRASH_ERRORS = {
 _CUDA_ERROR = re.compile(r"\b(cudaError[A-Za-z]+)\b")
 
 METRIC_LABELS = {"fraction_of_copy_bandwidth": "of the measured copy bandwidth",
-                 "fraction_of_cublas": "of cuBLAS", "fraction_of_cub": "of CUB"}
+                 "fraction_of_cublas": "of cuBLAS FP32", "fraction_of_cub": "of CUB"}
+
+# What to look at when a kernel is below its threshold, by metric.
+METRIC_HINTS = {
+    "fraction_of_copy_bandwidth": "a memory-bound kernel should move data at close to the copy bandwidth. Are "
+                                  "consecutive threads reading consecutive elements, and does the grid give every SM "
+                                  "work?",
+    "fraction_of_cublas": "is threadIdx.x the column index, so that a warp reads consecutive elements of B and "
+                          "writes consecutive elements of C? Is each value loaded from global memory reused from "
+                          "shared memory or registers as many times as the tile allows?",
+    "fraction_of_cub": "does each thread reduce many elements in registers before the block cooperates, and is "
+                       "the whole GPU busy?",
+}
+
+# The rate each metric is a fraction of, reported beside it and compared with the reference.
+_RATES = (("gflops", "GFLOP/s"), ("gbps", "GB/s"))
 
 
 @dataclass
@@ -104,12 +119,18 @@ class GradeRun:
 
     @property
     def max_score(self) -> float:
+        """The required tasks' points; optional tasks' points (bonus_score) come on top."""
         return sum(l.lesson.max_points for l in self.lessons)
 
     @property
+    def bonus_max_score(self) -> float:
+        return sum(l.lesson.bonus_points for l in self.lessons)
+
+    @property
     def all_passed(self) -> bool:
-        """Every component passed; performance skipped under --sanitize does not count against it."""
-        components = [c for l in self.lessons for t in l.tasks for c in t.components]
+        """Every component of every required task passed; performance skipped under --sanitize
+        does not count against it, and neither does an optional task."""
+        components = [c for l in self.lessons for t in l.tasks if not t.task.optional for c in t.components]
         return bool(components) and all(
             c.status == PASSED or (c.kind == "performance" and c.status == SKIPPED) for c in components)
 
@@ -217,17 +238,19 @@ def judge_performance(task: Task, correctness: ComponentResult, phase: Optional[
     threshold = task.perf_threshold or 0.0
     label = METRIC_LABELS.get(task.perf_metric, task.perf_metric)
     summary = f"{value:.0%} {label}"
-    if "gbps" in metrics:
-        summary += f" ({metrics['gbps']:.0f} GB/s)"
+    rate = next((key for key, _ in _RATES if key in metrics), None)
+    if rate:
+        summary += f" ({metrics[rate]:.0f} {dict(_RATES)[rate]})"
     ref_metrics = reference.metrics() if reference else {}
-    if "gbps" in metrics and ref_metrics.get("gbps"):
-        metrics["fraction_of_reference"] = metrics["gbps"] / ref_metrics["gbps"]
+    if rate and ref_metrics.get(rate):
+        metrics["fraction_of_reference"] = metrics[rate] / ref_metrics[rate]
         summary += f", {metrics['fraction_of_reference']:.0%} of the reference"
     details = f"threshold: {threshold:.0%} {label}"
     if value >= threshold:
         return ComponentResult("performance", PASSED, points, points, summary, details, metrics)
-    details += ("\nHint: a memory-bound kernel should move data at close to the copy bandwidth. Are consecutive "
-                "threads reading consecutive elements, and does the grid give every SM work?")
+    hint = METRIC_HINTS.get(task.perf_metric)
+    if hint:
+        details += "\nHint: " + hint
     return ComponentResult("performance", FAILED, 0, points, summary + f", below the {threshold:.0%} threshold",
                            details, metrics)
 

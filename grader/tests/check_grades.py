@@ -2,7 +2,7 @@
 """End-to-end check of the grader on a GPU: grade a tree with ./grade and compare every
 task's verdict with an expectations file. Used by ctest for the reference solutions (full
 marks), the untouched exercises (all "not implemented yet") and each broken variant of
-lesson 01 (caught, with the right diagnosis).
+lesson 01 (caught, with the right diagnosis). With --sanitize, the same under compute-sanitizer.
 
 Expectations: {"<lesson slug>": {"<task id>": {"correctness": STATUS or
 {"status": STATUS, "contains": [text that must appear in the verdict]}, "performance": ...}}}
@@ -40,8 +40,9 @@ def check(results: dict, expected: dict) -> list:
                 for text in want.get("contains", []):
                     if text not in test["output"]:
                         problems.append(f"{where}: the verdict does not mention {text!r}:\n{test['output']}")
-                if want["status"] == "passed" and test["score"] != test["max_score"]:
-                    problems.append(f"{where}: passed with {test['score']} of {test['max_score']} points")
+                points = test["extra_data"].get("points", test["max_score"])  # optional tasks: max_score 0
+                if want["status"] == "passed" and test["score"] != points:
+                    problems.append(f"{where}: passed with {test['score']} of {points} points")
                 if want["status"] != "passed" and test["score"] != 0:
                     problems.append(f"{where}: {got} but scored {test['score']} points")
     return problems
@@ -53,11 +54,13 @@ def main() -> int:
     parser.add_argument("--tree", required=True)
     parser.add_argument("--expect", required=True)
     parser.add_argument("--lesson", action="append", default=[])
+    parser.add_argument("--sanitize", action="store_true", help="grade under compute-sanitizer (./grade --sanitize)")
     args = parser.parse_args()
     expected = json.loads(Path(args.expect).read_text())
     with tempfile.TemporaryDirectory() as results_dir:
         command = [sys.executable, str(ROOT / "grade"), "--no-build", "--build-dir", args.build_dir,
-                   "--tree", args.tree, "--results", results_dir] + (args.lesson or list(expected))
+                   "--tree", args.tree, "--results", results_dir] + (["--sanitize"] if args.sanitize else []) + \
+                  (args.lesson or list(expected))
         process = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         output = process.stdout.decode(errors="replace")
         print(output)
@@ -70,8 +73,12 @@ def main() -> int:
             return 1
         results = json.loads(results_path.read_text())
     problems = check(results, expected)
+    # ./grade's exit status ignores optional tasks (challenges): only the required ones count.
+    optional = {(t["tags"][0], t["tags"][1].split("_")[1]) for t in results["tests"]
+                if t["extra_data"].get("optional")}
     all_pass_expected = all((v if isinstance(v, str) else v["status"]) == "passed"
-                            for tasks in expected.values() for kinds in tasks.values() for v in kinds.values())
+                            for slug, tasks in expected.items() for task_id, kinds in tasks.items()
+                            if (slug, task_id) not in optional for v in kinds.values())
     if (process.returncode == 0) != all_pass_expected:
         problems.append(f"./grade exited {process.returncode}; expected "
                         f"{'0 (all passed)' if all_pass_expected else '1 (not all passed)'}")

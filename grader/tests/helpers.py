@@ -16,6 +16,20 @@ MANIFEST = {"lessons": [{
         {"id": 2, "title": "host", "points": {"correctness": 4}},
     ]}]}
 
+# A lesson with a GFLOP/s metric and an optional challenge task.
+MATMUL = {"lessons": [{
+    "slug": "03_matmul", "title": "Matmul", "sources": ["matmul.cu"],
+    "tasks": [
+        {"id": 1, "title": "tiled", "points": {"correctness": 3, "performance": 2},
+         "performance": {"metric": "fraction_of_cublas", "threshold": 0.13}},
+        {"id": 2, "title": "challenge", "optional": True, "points": {"correctness": 2, "performance": 2},
+         "performance": {"metric": "fraction_of_cublas", "threshold": 0.4}},
+    ]}]}
+
+
+def matmul_lesson():
+    return parse_manifest(MATMUL)[0]
+
 
 def lesson():
     return parse_manifest(MANIFEST)[0]

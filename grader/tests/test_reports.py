@@ -4,7 +4,7 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-from helpers import lesson
+from helpers import lesson, matmul_lesson
 from driver import scoring
 from driver.reports import format_scoreboard, gradescope_results, junit_xml, write_reports
 from check_grades import check
@@ -21,6 +21,30 @@ def sample_run():
                                                                 "crashed: illegal memory access", "run --sanitize"))
     device = {"name": "NVIDIA H100", "compute_capability": "9.0", "sm_count": 132, "copy_bandwidth_gbps": 3000.0}
     return scoring.GradeRun("exercises", 1234, device, [scoring.LessonResult(l, [t1, t2])])
+
+
+def optional_run():
+    l = matmul_lesson()
+    tasks = [scoring.TaskResult(t, scoring.ComponentResult("correctness", scoring.PASSED, 2, 2, "correct"),
+                                scoring.ComponentResult("performance", scoring.PASSED, 2, 2, "70% of cuBLAS FP32"))
+             for t in l.tasks]
+    tasks[0].correctness = scoring.ComponentResult("correctness", scoring.PASSED, 3, 3, "correct")
+    return scoring.GradeRun("solutions", 1, {}, [scoring.LessonResult(l, tasks)])
+
+
+class OptionalTaskTest(unittest.TestCase):
+    def test_the_scoreboard_shows_the_bonus_apart(self):
+        text = format_scoreboard(optional_run())
+        self.assertIn("9 / 5 (+4 optional)", text)
+        self.assertIn("Total: 9 / 5 (+4 optional)", text)
+        self.assertIn("Task 2  challenge  [optional: bonus points]", text)
+
+    def test_gradescope_sees_extra_credit(self):
+        tests = gradescope_results(optional_run())["tests"]
+        challenge = [t for t in tests if t["tags"][1] == "task_2"]
+        self.assertEqual([(t["score"], t["max_score"]) for t in challenge], [(2, 0), (2, 0)])
+        self.assertTrue(all(t["extra_data"]["optional"] and t["extra_data"]["points"] == 2 for t in challenge))
+        self.assertEqual(sum(t["max_score"] for t in tests), 5)
 
 
 class ScoreboardTest(unittest.TestCase):

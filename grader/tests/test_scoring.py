@@ -2,7 +2,7 @@
 crashes and hangs named as such."""
 import unittest
 
-from helpers import lesson, phase
+from helpers import lesson, matmul_lesson, phase
 from driver import scoring
 from driver.scoring import judge_correctness, judge_performance
 
@@ -119,7 +119,41 @@ class PerformanceTest(unittest.TestCase):
         self.assertIsNone(judge_performance(host_task, self.correct, None, "01"))
 
 
+class GflopsTest(unittest.TestCase):
+    """Compute-bound lessons report GFLOP/s and compare them with the reference's."""
+
+    def setUp(self):
+        self.task = matmul_lesson().tasks[0]
+        self.correct = judge_correctness(self.task, phase(("passed", [], {})), "03")
+
+    def test_gflops_and_the_reference_ratio(self):
+        reference = phase(("passed", [], {"fraction_of_cublas": 0.17, "gflops": 8000.0}))
+        r = judge_performance(self.task, self.correct, phase(
+            ("passed", [], {"fraction_of_cublas": 0.085, "gflops": 4000.0})), "03", reference)
+        self.assertEqual(r.status, scoring.FAILED)
+        self.assertIn("8% of cuBLAS FP32 (4000 GFLOP/s), 50% of the reference", r.summary)
+        self.assertIn("threadIdx.x the column", r.details)
+        self.assertNotIn("copy bandwidth", r.details)
+
+
 class RunTest(unittest.TestCase):
+    def test_optional_tasks_are_bonus_points_and_do_not_fail_the_run(self):
+        l = matmul_lesson()
+        ok = [scoring.ComponentResult("correctness", scoring.PASSED, 3, 3, ""),
+              scoring.ComponentResult("performance", scoring.PASSED, 2, 2, "")]
+        missing = [scoring.ComponentResult("correctness", scoring.NOT_IMPLEMENTED, 0, 2, ""),
+                   scoring.ComponentResult("performance", scoring.NOT_RUN, 0, 2, "")]
+        run = scoring.GradeRun("t", 1, {}, [scoring.LessonResult(l, [scoring.TaskResult(l.tasks[0], *ok),
+                                                                     scoring.TaskResult(l.tasks[1], *missing)])])
+        self.assertEqual((run.score, run.max_score, run.bonus_max_score), (5, 5, 4))
+        self.assertTrue(run.all_passed)
+        run.lessons[0].tasks[1] = scoring.TaskResult(l.tasks[1], *[
+            scoring.ComponentResult(c.kind, scoring.PASSED, c.max_score, c.max_score, "") for c in missing])
+        self.assertEqual(run.score, 9)  # bonus on top of the maximum
+        run.lessons[0].tasks[0].correctness = missing[0]
+        self.assertFalse(run.all_passed)  # a required task still counts
+
+
     def test_all_passed_needs_every_component(self):
         l = lesson()
         ok = scoring.ComponentResult("correctness", scoring.PASSED, 3, 3, "")
