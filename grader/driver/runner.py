@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -67,6 +68,9 @@ def parse_records(text: str, result: PhaseResult) -> None:
     result.unfinished_test = open_test
 
 
+_RACECHECK_ERRORS = re.compile(r"\((\d+) errors?")
+
+
 def parse_sanitizer_output(text: str, result: PhaseResult) -> None:
     """Collects compute-sanitizer's findings (lines starting with '=========')."""
     findings = []
@@ -79,6 +83,10 @@ def parse_sanitizer_output(text: str, result: PhaseResult) -> None:
                 result.sanitizer_errors = max(result.sanitizer_errors, int(body.split()[2]))
             except (IndexError, ValueError):
                 pass
+        elif body.startswith("RACECHECK SUMMARY:"):  # "... 3 hazards displayed (2 errors, 1 warning)"
+            errors = _RACECHECK_ERRORS.search(body)
+            if errors:
+                result.sanitizer_errors = max(result.sanitizer_errors, int(errors.group(1)))
         elif body and not body.startswith(("COMPUTE-SANITIZER", "Target application", "Host Frame",
                                            "Saved host backtrace")):
             findings.append(body)

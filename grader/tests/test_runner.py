@@ -73,6 +73,20 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(r.sanitizer_findings[0], "Invalid __global__ write of size 4 bytes")
         self.assertIn("vector_add.cu:13", r.sanitizer_findings[1])
 
+    def test_racecheck_hazards_count_as_errors(self):
+        r = PhaseResult()
+        parse_sanitizer_output(textwrap.dedent("""\
+            ========= COMPUTE-SANITIZER
+            ========= Error: Race reported between Write access at matmul_tiled(...)+0x2a0 in matmul.cu:27
+            =========     and Read access at matmul_tiled(...)+0x3f0 in matmul.cu:30 [256 hazards]
+            ========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)
+            """), r)
+        self.assertEqual(r.sanitizer_errors, 2)
+        self.assertIn("Race reported", r.sanitizer_findings[0])
+        clean = PhaseResult()
+        parse_sanitizer_output("========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)\n", clean)
+        self.assertEqual(clean.sanitizer_errors, 0)
+
 
 if __name__ == "__main__":
     unittest.main()
