@@ -71,7 +71,7 @@ function(workbook_add_lesson slug)
   foreach(example IN LISTS examples)
     get_filename_component(name "${example}" NAME_WE)
     add_executable(example_${slug}_${name} "${example}")
-    target_link_libraries(example_${slug}_${name} PRIVATE workbook::common)
+    target_link_libraries(example_${slug}_${name} PRIVATE workbook::common CUDA::cublas)
     if(WORKBOOK_BUILD_TESTS)
       # Examples quoted in a lesson must run: exit 0, or 77 (skipped) without a GPU.
       add_test(NAME lessons.${slug}.example_${name} COMMAND example_${slug}_${name})

@@ -8,6 +8,11 @@ For a memory-bound lesson such as 02_multiply_add it draws:
   student_vs_reference  the best configuration's share of the copy bandwidth against n
   kernel_vs_transfer    kernel time against the host-device copies of its data (pageable
                         and pinned), against n
+For a compute-bound lesson such as 03_matmul (rows for cuBLAS FP32):
+  gflops_vs_n           GFLOP/s against N for each function, student and reference, with
+                        cuBLAS FP32 and TF32 measured in the same run
+  fraction_of_cublas    each function's share of cuBLAS FP32 at the largest N, student beside
+                        reference
 Each is written as PNG and as PDF (or SVG), with the GPU's name and the units on it.
 Exit codes: 0 written; 2 the CSV is not a sweep CSV (the message says why); 3 matplotlib
 is missing."""
@@ -187,6 +192,89 @@ class Figures:
         return True
 
 
+def is_compute_bound(rows: List[Dict]) -> bool:
+    """Lessons timed against a library's GFLOP/s (03_matmul: rows for cuBLAS FP32)."""
+    return any(r["operation"] == "cublas_fp32" for r in rows)
+
+
+class GflopsFigures(Figures):
+    """The figures of a compute-bound lesson such as 03_matmul, where each function computes
+    the same product and the yardstick is cuBLAS FP32, measured in the same run."""
+
+    STYLES = {"student": "-", "reference": "--", "cuBLAS": "-"}
+    LIBRARY = {"cublas_fp32": ("k", "o", "cuBLAS FP32"), "cublas_tf32": ("0.45", "s", "cuBLAS TF32 (tensor cores)")}
+
+    def _operations(self) -> List[str]:
+        return list(dict.fromkeys(r["operation"] for r in self.kernels if r["implementation"] != "cuBLAS"))
+
+    def _series(self, implementation: str, operation: str) -> List[Dict]:
+        """The fastest configuration per n of one function of one implementation."""
+        return best_per_n([r for r in self.kernels if r["operation"] == operation], implementation)
+
+    def gflops_vs_n(self) -> None:
+        fig, ax = self.plt.subplots(figsize=(6.2, 4.2))
+        for k, operation in enumerate(self._operations()):
+            for name in implementations(self.kernels):
+                series = self._series(name, operation)
+                if series and name != "cuBLAS":
+                    self._gflops_errorbars(ax, series, marker="o", linestyle=self.STYLES.get(name, ":"),
+                                           color=f"C{k}", label=f"{operation}, {name}")
+        for operation, (color, marker, label) in self.LIBRARY.items():
+            series = self._series("cuBLAS", operation)
+            if series:
+                self._gflops_errorbars(ax, series, marker=marker, color=color, linewidth=1.4, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ns = sorted({r["n"] for r in self.kernels})
+        ax.set_xticks(ns)
+        ax.set_xticklabels([str(n) for n in ns])
+        ax.set_xlabel("N (C = A B, all N x N)")
+        ax.set_ylabel("GFLOP/s (2 N³ / median time)")
+        ax.legend(fontsize=6.5, loc="upper left", ncol=2)
+        self._finish(fig, "gflops_vs_n", "matrix multiply: GFLOP/s against N")
+
+    @staticmethod
+    def _gflops_errorbars(ax, rows, **style):
+        ys = [r["gflops"] for r in rows]
+        low = [r["gflops"] - r["flops"] / (r["max_ms"] * 1e6) for r in rows]  # the slowest sample
+        high = [r["flops"] / (r["min_ms"] * 1e6) - r["gflops"] for r in rows]
+        return ax.errorbar([r["n"] for r in rows], ys, yerr=[low, high], capsize=1.5, elinewidth=0.6,
+                           markersize=3, **style)
+
+    def fraction_of_cublas(self) -> bool:
+        """Each function's share of cuBLAS FP32 at the largest N, student beside reference."""
+        largest = max(r["n"] for r in self.kernels)
+        fp32 = self._series("cuBLAS", "cublas_fp32")
+        fp32 = next((r["gflops"] for r in fp32 if r["n"] == largest), None)
+        if not fp32:
+            return False
+        names = [n for n in implementations(self.kernels) if n != "cuBLAS"]
+        operations = self._operations()
+        fig, ax = self.plt.subplots(figsize=(6.2, 3.8))
+        width = 0.8 / max(len(names), 1)
+        for i, name in enumerate(names):
+            xs, heights = [], []
+            for k, operation in enumerate(operations):
+                row = next((r for r in self._series(name, operation) if r["n"] == largest), None)
+                if row:
+                    xs.append(k + (i - (len(names) - 1) / 2) * width)
+                    heights.append(100 * row["gflops"] / fp32)
+            bars = ax.bar(xs, heights, width=width * 0.95, color=f"C{i}", label=name)
+            ax.bar_label(bars, fmt="%.0f%%", fontsize=7, padding=1)
+        tf32 = next((r["gflops"] for r in self._series("cuBLAS", "cublas_tf32") if r["n"] == largest), None)
+        ax.axhline(100, color="k", linestyle=":", linewidth=0.8, label=f"cuBLAS FP32 ({fp32:.0f} GFLOP/s)")
+        if tf32:
+            ax.text(len(operations) - 0.5, 113, f"cuBLAS TF32: {100 * tf32 / fp32:.0f}% (off the chart)",
+                    ha="right", va="bottom", fontsize=7, color="0.3")
+        ax.set_xticks(range(len(operations)))
+        ax.set_xticklabels(operations, fontsize=8)
+        ax.set_ylim(0, 120)
+        ax.set_ylabel(f"% of cuBLAS FP32 at N = {largest}")
+        ax.legend(fontsize=7, loc="upper left")
+        self._finish(fig, "fraction_of_cublas", f"matrix multiply at N = {largest}: share of cuBLAS FP32")
+        return True
+
+
 def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="./plot", description="Turn a sweep CSV from ./sweep into figures (PNG plus PDF or SVG).",
@@ -220,6 +308,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         for r in rows:
             by_lesson[r["lesson"]].append(r)
         for lesson, lesson_rows in by_lesson.items():
+            if is_compute_bound(lesson_rows):
+                figures = GflopsFigures(plt, lesson_rows, out_dir, args.format, args.grid_mode)
+                figures.gflops_vs_n()
+                if not figures.fraction_of_cublas():
+                    print(f"plot: {path} has no cuBLAS FP32 row at the largest N: no fraction_of_cublas figure")
+                for written in figures.written:
+                    print(f"wrote {written}")
+                continue
             figures = Figures(plt, lesson_rows, out_dir, args.format, args.grid_mode)
             figures.time_vs_n()
             figures.bandwidth_vs_block()

@@ -132,11 +132,29 @@ def run_sweep(program: str, implementation: str, options: List[str], env: Dict[s
     return process.returncode, rows, "".join(errors)
 
 
+def summarize_gflops(kernels: List[dict], largest: int) -> List[str]:
+    """Compute-bound lessons (03): each function's GFLOP/s at the largest n, against cuBLAS FP32."""
+    at_largest = [r for r in kernels if r["n"] == largest]
+    fp32 = next((r["gflops"] for r in at_largest if r["operation"] == "cublas_fp32"), None)
+    lines = []
+    for name in sorted({r["implementation"] for r in at_largest}, key=lambda s: (s == "cuBLAS", s != "student", s)):
+        parts = []
+        for operation in dict.fromkeys(r["operation"] for r in at_largest if r["implementation"] == name):
+            best = max((r for r in at_largest if r["implementation"] == name and r["operation"] == operation),
+                       key=lambda r: r["gflops"])
+            share = f" ({best['gflops'] / fp32:.0%} of cuBLAS FP32)" if fp32 else ""
+            parts.append(f"{operation} {best['gflops']:.0f} GFLOP/s{share}")
+        lines.append(f"  {name:<10} at N = {largest}: " + ", ".join(parts))
+    return lines
+
+
 def summarize(path: Path) -> List[str]:
     """One line per implementation: its best configuration at the largest n."""
     rows = read_sweep(path)
     kernels = [r for r in rows if not is_transfer(r)]
     largest = max(r["n"] for r in kernels)
+    if any(r["operation"] == "cublas_fp32" for r in kernels):
+        return summarize_gflops(kernels, largest)
     lines = []
     for name in sorted({r["implementation"] for r in kernels}, key=lambda s: (s != "student", s)):
         best = min((r for r in kernels if r["implementation"] == name and r["n"] == largest),

@@ -6,7 +6,9 @@ One row per measurement ("tidy" data). The sweep programs write the same columns
   lesson, implementation, operation   what was timed: e.g. 02_multiply_add, student, multiply_add
                                       (transfers: implementation cudaMemcpy, operation h2d_pinned ...)
   n                                   problem size in elements
-  block, grid_mode, grid              the launch configuration (empty for transfers)
+  block, grid_mode, grid              the launch configuration (empty for transfers; block and grid are
+                                      also empty with grid_mode "own": code that chose its own launch,
+                                      such as cuBLAS or lesson 03's challenge launcher)
   samples, median_ms, min_ms, max_ms  the CUDA-event timing
   bytes, flops                        moved per launch (a copy counts its bytes once), operations per launch
   gbps, gflops                        bytes / median time, flops / median time (1e9 per second)
@@ -25,7 +27,8 @@ COLUMNS = ["lesson", "implementation", "operation", "n", "block", "grid_mode", "
            "gpu", "date"]
 TRANSFERS = ("h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned")
 _INTEGER = ("n", "samples")
-_OPTIONAL_INTEGER = ("block", "grid")  # empty for transfers
+_OPTIONAL_INTEGER = ("block", "grid")  # empty for transfers and for grid_mode OWN_LAUNCH
+OWN_LAUNCH = "own"
 _NUMBER = ("median_ms", "min_ms", "max_ms", "bytes", "flops", "gbps", "gflops", "pct_of_copy_bandwidth",
            "copy_bandwidth_gbps")
 _TEXT = ("lesson", "implementation", "operation", "gpu", "date")
@@ -48,7 +51,8 @@ def _parse_row(raw: Dict[str, str], where: str) -> Dict:
     row["grid_mode"] = raw["grid_mode"].strip()
     for column in _INTEGER + _OPTIONAL_INTEGER:
         text = raw[column].strip()
-        if not text and column in _OPTIONAL_INTEGER and row["operation"] in TRANSFERS:
+        if not text and column in _OPTIONAL_INTEGER and (row["operation"] in TRANSFERS
+                                                         or row["grid_mode"] == OWN_LAUNCH):
             row[column] = None
             continue
         try:

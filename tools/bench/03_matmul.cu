@@ -1,0 +1,207 @@
+// The sweep of lesson 03: GFLOP/s of C = A * B against N for square N x N x N matrices, for
+// each of the lesson's functions (naive, tiled, the cuBLAS call, the challenge) and, as the
+// baselines, cuBLAS itself in FP32 and in TF32 tensor-core math. ./sweep 03 runs it for the
+// student's code and for the reference solution; the student's run also times the
+// baselines, so they appear once in the CSV.
+//
+// --blocks sets the naive kernel's blocks (B threads as 32 x B/32; default 256 = 32 x 8); the
+// tiled kernel always runs kTile x kTile blocks, and cuBLAS and the challenge choose their own
+// launch (grid_mode "own", block and grid empty). No host-device transfers are timed here:
+// lesson 02 covers them.
+#include "matmul.hpp"
+#include "sweep.hpp"
+
+#include "workbook/workbook.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char* const kLesson = "03_matmul";
+
+struct Handle {
+  explicit Handle(cublasMath_t mode) {
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
+    cublasSetMathMode(h, mode);
+  }
+  ~Handle() { cublasDestroy(h); }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  cublasHandle_t h = nullptr;
+};
+
+// C = A * B with cuBLAS on the handle's math mode (row-major, as in the lesson).
+void library_gemm(cublasHandle_t h, const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t s) {
+  const float alpha = 1.0f, beta = 0.0f;
+  cublasSetStream(h, s);
+  if (cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N) != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error("cublasSgemm failed");
+  }
+}
+
+// One of the lesson's functions, launched on a stream for M x N x K.
+using Gemm = std::function<void(const float*, const float*, float*, int, int, int, cudaStream_t)>;
+
+struct Kernel {
+  std::string operation;   // the CSV's operation column
+  std::string grid_mode;   // "2d", "tiles" or "own"
+  int block = 0;           // threads per block, 0 when the code chooses
+  Gemm run;
+  long long grid(int M, int N) const {
+    if (grid_mode == "own") return 0;
+    const int bx = grid_mode == "tiles" ? kTile : 32, by = grid_mode == "tiles" ? kTile : block / 32;
+    return static_cast<long long>((N + bx - 1) / bx) * ((M + by - 1) / by);
+  }
+};
+
+std::vector<Kernel> lesson_kernels(const std::vector<int>& naive_blocks, cublasHandle_t handle) {
+  std::vector<Kernel> kernels;
+  for (const int block : naive_blocks) {
+    kernels.push_back({"matmul_naive", "2d", block, [block](const float* A, const float* B, float* C, int M, int N,
+                                                           int K, cudaStream_t s) {
+      const dim3 threads(32, block / 32), grid((N + 31) / 32, (M + threads.y - 1) / threads.y);
+      matmul_naive<<<grid, threads, 0, s>>>(A, B, C, M, N, K);
+    }});
+  }
+  kernels.push_back({"matmul_tiled", "tiles", kTile * kTile, [](const float* A, const float* B, float* C, int M,
+                                                                int N, int K, cudaStream_t s) {
+    const dim3 grid((N + kTile - 1) / kTile, (M + kTile - 1) / kTile);
+    matmul_tiled<<<grid, dim3(kTile, kTile), 0, s>>>(A, B, C, M, N, K);
+  }});
+  kernels.push_back({"matmul_cublas", "own", 0, [handle](const float* A, const float* B, float* C, int M, int N,
+                                                         int K, cudaStream_t s) {
+    cublasSetStream(handle, s);
+    matmul_cublas(handle, A, B, C, M, N, K);
+  }});
+  kernels.push_back({"matmul_challenge", "own", 0, [](const float* A, const float* B, float* C, int M, int N, int K,
+                                                      cudaStream_t s) { matmul_challenge(A, B, C, M, N, K, s); }});
+  return kernels;
+}
+
+// Whether \p run computes C = A * B on an awkward shape, within float32's error (as the
+// grader measures it); \p why says what is wrong when not.
+bool computes_the_product(const Gemm& run, cublasHandle_t fp32, std::string& why) {
+  const int M = 257, N = 263, K = 259;
+  workbook::DeviceBuffer<float> A(std::size_t(M) * K), B(std::size_t(K) * N), C(std::size_t(M) * N),
+      R(std::size_t(M) * N);
+  workbook::fill_random_device(A.data(), A.size(), 31);
+  workbook::fill_random_device(B.data(), B.size(), 32);
+  library_gemm(fp32, A.data(), B.data(), R.data(), M, N, K, nullptr);
+  workbook::fill_words_device(C.data(), C.size(), workbook::kPoisonBits);
+  try {
+    run(A.data(), B.data(), C.data(), M, N, K, nullptr);
+    WORKBOOK_CHECK_LAUNCH();
+    WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+  } catch (const std::exception& e) {
+    why = e.what();
+    return false;
+  }
+  std::vector<float> got(C.size()), want(R.size());
+  WORKBOOK_CUDA_CHECK(cudaMemcpy(got.data(), C.data(), C.bytes(), cudaMemcpyDeviceToHost));
+  WORKBOOK_CUDA_CHECK(cudaMemcpy(want.data(), R.data(), R.bytes(), cudaMemcpyDeviceToHost));
+  if (std::all_of(got.begin(), got.end(), workbook::is_poison)) {
+    why = "not implemented yet (it wrote nothing)";
+    return false;
+  }
+  const double tolerance = (2.0 * K + 16) / 16777216.0;
+  const auto report = workbook::compare_to_reference(got.data(), want.data(), got.size(), {tolerance, 4 / 16777216.0});
+  if (!report.ok()) why = "wrong results: " + report.describe();
+  return report.ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Defaults defaults;
+  defaults.sizes = {128, 256, 512, 1024, 2048, 4096, 8192};
+  defaults.blocks = {256};
+  defaults.grid_modes = {"2d"};
+  const bench::Options options = bench::parse_options(argc, argv, kLesson, defaults);
+  if (options.print_header) {
+    std::puts(bench::header_line().c_str());
+    return 0;
+  }
+  if (workbook::cuda_device_count() == 0) return workbook::exit_without_gpu(argv[0]);
+  try {
+    for (const int block : options.blocks) {
+      if (block % 32 != 0 || block > 1024) {
+        std::fprintf(stderr, "%s: --blocks %d: the naive kernel runs 32 x B/32 threads, so B must be a multiple "
+                             "of 32 up to 1024\n", argv[0], block);
+        return 2;
+      }
+    }
+    Handle fp32(CUBLAS_DEFAULT_MATH), tf32(CUBLAS_TF32_TENSOR_OP_MATH), student(CUBLAS_DEFAULT_MATH);
+    // Only what computes the right product is timed; the rest is named and left out.
+    std::vector<Kernel> kernels;
+    for (const Kernel& k : lesson_kernels(options.blocks, student.h)) {
+      std::string why;
+      if (computes_the_product(k.run, fp32.h, why)) {
+        kernels.push_back(k);
+      } else {
+        std::fprintf(stderr, "%s: %s (%s) is not timed: %s\n", argv[0], k.operation.c_str(),
+                     options.implementation.c_str(), why.c_str());
+      }
+    }
+    if (kernels.empty()) {
+      std::fprintf(stderr, "%s: none of the lesson's functions computes C = A * B (%s), so nothing was timed.\n"
+                           "./grade 03 tells what is wrong.\n", argv[0], options.implementation.c_str());
+      return bench::kExitIncorrect;
+    }
+    const bool baselines = options.implementation != "reference";
+    const bench::RunInfo info = bench::run_info();
+
+    std::vector<int> sizes;
+    for (const std::size_t n : options.sizes) {
+      if (workbook::fit_in_free_memory(n * n, 4) < n * n) {
+        std::fprintf(stderr, "%s: N = %zu does not fit in half the free GPU memory; left out\n", argv[0], n);
+      } else {
+        sizes.push_back(static_cast<int>(n));
+      }
+    }
+    bench::begin_output(sizes.size() * (kernels.size() + (baselines ? 2 : 0)));
+
+    for (const int n : sizes) {
+      const std::size_t elements = std::size_t(n) * n;
+      workbook::DeviceBuffer<float> A(elements), B(elements), C(elements);
+      workbook::fill_random_device(A.data(), elements, 1);
+      workbook::fill_random_device(B.data(), elements, 2);
+      const auto measure = [&](const std::string& implementation, const std::string& operation,
+                               const std::string& mode, int block, long long grid, const Gemm& run) {
+        bench::Row row;
+        row.lesson = kLesson;
+        row.implementation = implementation;
+        row.operation = operation;
+        row.n = static_cast<std::size_t>(n);
+        row.block = block;
+        row.grid_mode = mode;
+        row.grid = grid;
+        row.bytes = 3.0 * elements * sizeof(float);  // the least traffic: read A and B once, write C once
+        row.flops = 2.0 * n * double(n) * n;          // a multiply and an add per term of each dot product
+        row.stats = bench::time_measurement(
+            [&](cudaStream_t s) { run(A.data(), B.data(), C.data(), n, n, n, s); }, options);
+        bench::emit(row, info);
+      };
+      for (const Kernel& k : kernels) {
+        measure(options.implementation, k.operation, k.grid_mode, k.block, k.grid(n, n), k.run);
+      }
+      if (baselines) {
+        for (const auto& [operation, handle] : {std::pair{"cublas_fp32", fp32.h}, std::pair{"cublas_tf32", tf32.h}}) {
+          const cublasHandle_t h = handle;
+          measure("cuBLAS", operation, "own", 0, 0, [h](const float* A, const float* B, float* C, int M, int N, int K,
+                                                        cudaStream_t s) { library_gemm(h, A, B, C, M, N, K, s); });
+        }
+      }
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 1;
+  }
+}
