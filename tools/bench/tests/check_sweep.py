@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end check of ./sweep and ./plot on a GPU: a small sweep of the reference solution
 writes a CSV that reads back with every expected row, ./plot draws every figure from it, and
-the untouched exercise is refused ("fix it first") instead of being timed.
+the untouched exercise is refused ("fix it first") instead of being timed; the same for
+lesson 03, with the plain student solution (which leaves the optional challenge undone).
 
 Exit codes: 0 as expected, 1 not, 77 no GPU (ctest reports it as skipped)."""
 import argparse
@@ -22,6 +23,42 @@ def run(command):
     p = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(f"$ {' '.join(command)}\n{p.stdout}")
     return p
+
+
+def check_matmul(args, out) -> list:
+    """Lesson 03: every function of both trees and the two cuBLAS baselines, once each, and
+    its two figures; the plain student, who left the optional challenge undone, is swept
+    without it."""
+    problems = []
+    sweep = [sys.executable, str(ROOT / "sweep"), "03", "--no-build", "--build-dir", args.build_dir,
+             "--sizes", "256,1000", "--out", out]
+    p = run(sweep + ["--tree", "grader/tests/students/plain"])
+    csv = Path(out) / "03_matmul.csv"
+    if p.returncode != 0 or not csv.exists():
+        return [f"./sweep 03 exited {p.returncode}"]
+    if "matmul_challenge (student) is not timed: not implemented yet" not in p.stdout:
+        problems.append("./sweep 03 did not say that the plain student's challenge was left out")
+    rows = read_sweep(csv)
+    got = sorted((r["implementation"], r["operation"]) for r in rows if r["n"] == 1000)
+    want = sorted([("student", op) for op in ("matmul_naive", "matmul_tiled", "matmul_cublas")] +
+                  [("reference", op) for op in ("matmul_naive", "matmul_tiled", "matmul_cublas", "matmul_challenge")] +
+                  [("cuBLAS", "cublas_fp32"), ("cuBLAS", "cublas_tf32")])
+    if got != want:
+        problems.append(f"lesson 03 rows at N = 1000: expected {want}, got {got}")
+    fp32 = [r["gflops"] for r in rows if r["operation"] == "cublas_fp32" and r["n"] == 1000]
+    tiled = [r["gflops"] for r in rows if r["operation"] == "matmul_tiled" and r["n"] == 1000]
+    if not fp32 or not tiled or not 0 < max(tiled) < fp32[0]:
+        problems.append(f"lesson 03: expected 0 < tiled GFLOP/s < cuBLAS FP32, got {tiled} and {fp32}")
+    if args.plot_python:
+        figures = Path(out) / "figures03"
+        p = run([args.plot_python, str(ROOT / "plot"), str(csv), "--out", str(figures)])
+        written = sorted(f.name for f in figures.glob("*.png")) if figures.exists() else []
+        if p.returncode != 0 or written != ["03_matmul_fraction_of_cublas.png", "03_matmul_gflops_vs_n.png"]:
+            problems.append(f"./plot on lesson 03 exited {p.returncode} and wrote {written}")
+    p = run(sweep + ["--tree", "exercises", "--no-reference"])
+    if p.returncode != 1 or "fix it first" not in p.stdout:
+        problems.append(f"lesson 03, untouched exercise: expected exit 1 and 'fix it first', got exit {p.returncode}")
+    return problems
 
 
 def main() -> int:
@@ -58,6 +95,7 @@ def main() -> int:
         p = run(sweep + ["--tree", "exercises", "--no-reference", "--sizes", "1e4", "--out", out])
         if p.returncode != 1 or "fix it first" not in p.stdout:
             problems.append(f"the untouched exercise: expected exit 1 and 'fix it first', got exit {p.returncode}")
+        problems += check_matmul(args, out)
     for problem in problems:
         print("FAIL:", problem)
     print(f"{len(problems)} problem(s)" if problems else "as expected")

@@ -11,6 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 SAMPLE = HERE.parent / "samples" / "02_multiply_add_h200.csv"
+MATMUL_SAMPLE = HERE.parent / "samples" / "03_matmul_h200.csv"
 FIGURES = ("time_vs_n", "bandwidth_vs_block", "student_vs_reference", "kernel_vs_transfer")
 MAGIC = {"png": b"\x89PNG", "pdf": b"%PDF", "svg": b"<?xml"}
 
@@ -57,6 +58,32 @@ class PlotTest(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn("no transfer rows", p.stdout)
             self.assertEqual(len(list(Path(d).glob("*.png"))), len(FIGURES) - 1)
+
+    def test_matmul_figures_from_its_sample(self):
+        """Lesson 03 (rows for cuBLAS FP32): GFLOP/s figures, not bandwidth ones."""
+        with tempfile.TemporaryDirectory() as out:
+            p = plot(MATMUL_SAMPLE, "--out", out, "--format", "svg")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            written = sorted(path.name for path in Path(out).iterdir())
+            self.assertEqual(written, [f"03_matmul_{name}.{ext}" for name in ("fraction_of_cublas", "gflops_vs_n")
+                                       for ext in ("png", "svg")])
+            svg = (Path(out) / "03_matmul_gflops_vs_n.svg").read_text()
+            for text in ("cuBLAS FP32", "cuBLAS TF32", "matmul_tiled", "GFLOP/s", "NVIDIA H200"):
+                self.assertIn(text, svg)
+            self.assertIn("of cuBLAS FP32", (Path(out) / "03_matmul_fraction_of_cublas.svg").read_text())
+
+    def test_matmul_without_cublas_rows_still_draws_gflops_vs_n(self):
+        with tempfile.TemporaryDirectory() as d:
+            lines = MATMUL_SAMPLE.read_text().splitlines()
+            csv = Path(d) / "sweep.csv"
+            # Without the FP32 rows it is no longer recognised as compute-bound: keep them at
+            # small N only, so the largest N has no FP32 row.
+            largest = max(int(l.split(",")[3]) for l in lines[1:])
+            csv.write_text("\n".join(l for l in lines if not (",cuBLAS," in l and f",{largest}," in l)) + "\n")
+            p = plot(csv, "--out", d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("no fraction_of_cublas figure", p.stdout)
+            self.assertEqual([f.name for f in Path(d).glob("*.png")], ["03_matmul_gflops_vs_n.png"])
 
     def test_malformed_csv_is_rejected_with_a_message(self):
         with tempfile.TemporaryDirectory() as d:

@@ -17,6 +17,7 @@ import sweep_cli  # noqa: E402
 from sweep_schema import COLUMNS, CsvError, read_sweep  # noqa: E402
 
 SAMPLE = BENCH / "samples" / "02_multiply_add_h200.csv"
+MATMUL_SAMPLE = BENCH / "samples" / "03_matmul_h200.csv"
 # The sweep program built by CMake (ctest passes it); the tests that run it skip without it.
 SWEEP_PROGRAM = os.environ.get("WORKBOOK_SWEEP_PROGRAM")
 
@@ -81,6 +82,17 @@ class SchemaTest(unittest.TestCase):
                 read_sweep(path)
         for fragment in fragments:
             self.assertIn(fragment, str(caught.exception))
+
+    def test_own_launch_rows_may_leave_block_and_grid_empty(self):
+        rows = read_sweep(MATMUL_SAMPLE)
+        cublas = next(r for r in rows if r["operation"] == "cublas_fp32")
+        self.assertEqual((cublas["block"], cublas["grid"], cublas["grid_mode"]), (None, None, "own"))
+        tiled = next(r for r in rows if r["operation"] == "matmul_tiled")
+        self.assertEqual(tiled["block"], 1024)
+        lines = MATMUL_SAMPLE.read_text().splitlines()
+        naive = next(l for l in lines if ",matmul_naive," in l).split(",")
+        naive[COLUMNS.index("block")] = ""
+        self.reject([lines[0], ",".join(naive)], "line 2", "column block")
 
     def test_rejects_a_wrong_header(self):
         lines = sample_lines()
@@ -178,6 +190,14 @@ class RunSweepTest(unittest.TestCase):
             sweep_cli.SILENCE_LIMIT_S = old
         self.assertEqual(code, 124)
         self.assertIn("no measurement", errors)
+
+    def test_matmul_summary_in_gflops_against_cublas(self):
+        lines = sweep_cli.summarize(MATMUL_SAMPLE)
+        self.assertTrue(lines[0].strip().startswith("student"))
+        self.assertIn("matmul_tiled", lines[0])
+        self.assertIn("of cuBLAS FP32", lines[0])
+        self.assertTrue(lines[-1].strip().startswith("cuBLAS"))
+        self.assertIn("cublas_tf32", lines[-1])
 
     def test_summary_names_the_best_configuration(self):
         lines = sweep_cli.summarize(SAMPLE)
