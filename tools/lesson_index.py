@@ -18,10 +18,11 @@ END = "<!-- lessons: end -->"
 def table(manifest: dict) -> str:
     rows = ["| # | lesson | tasks | points |", "| --- | --- | --- | --- |"]
     for lesson in manifest["lessons"]:
-        points = sum(sum(t["points"].values()) for t in lesson["tasks"])
+        points = sum(sum(t["points"].values()) for t in lesson["tasks"] if not t.get("optional"))
+        bonus = sum(sum(t["points"].values()) for t in lesson["tasks"] if t.get("optional"))
         number = lesson["slug"].split("_", 1)[0]
         rows.append(f"| {number} | [{lesson['title']}](lessons/{lesson['slug']}/README.md) | "
-                    f"{len(lesson['tasks'])} | {points:g} |")
+                    f"{len(lesson['tasks'])} | {points:g}{f' (+{bonus:g} optional)' if bonus else ''} |")
     return "\n".join(rows)
 
 
