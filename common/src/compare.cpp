@@ -86,4 +86,9 @@ std::string ComparisonReport::describe() const {
   return text;
 }
 
+Tolerance float32_dot_tolerance(int length) {
+  const double u = 1.0 / 16777216.0;  // 2^-24
+  return {u * (2.0 * length + 16), 4 * u};
+}
+
 }  // namespace workbook

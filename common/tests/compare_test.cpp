@@ -11,6 +11,13 @@ using Catch::Matchers::ContainsSubstring;
 using workbook::compare_to_reference;
 using workbook::Tolerance;
 
+TEST_CASE("the float32 dot-product tolerance grows in proportion to the length", "[compare]") {
+  const double u = 1.0 / 16777216.0;
+  CHECK(workbook::float32_dot_tolerance(1).abs == 18 * u);
+  CHECK(workbook::float32_dot_tolerance(4096).abs == 8208 * u);  // 4.9e-4: TF32's rms error there is 5.7e-3
+  CHECK(workbook::float32_dot_tolerance(4096).rel == 4 * u);
+}
+
 TEST_CASE("identical arrays match", "[compare]") {
   const std::vector<float> expected{1.0f, -2.5f, 3.25f};
   const auto report = compare_to_reference(expected.data(), expected.data(), expected.size(), {});

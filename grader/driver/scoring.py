@@ -60,7 +60,7 @@ METRIC_HINTS = {
 }
 
 # The rate each metric is a fraction of, reported beside it and compared with the reference.
-_RATES = (("gflops", "GFLOP/s"), ("gbps", "GB/s"))
+_RATES = {"gflops": "GFLOP/s", "gbps": "GB/s"}
 
 
 @dataclass
@@ -238,9 +238,9 @@ def judge_performance(task: Task, correctness: ComponentResult, phase: Optional[
     threshold = task.perf_threshold or 0.0
     label = METRIC_LABELS.get(task.perf_metric, task.perf_metric)
     summary = f"{value:.0%} {label}"
-    rate = next((key for key, _ in _RATES if key in metrics), None)
+    rate = next((key for key in _RATES if key in metrics), None)
     if rate:
-        summary += f" ({metrics[rate]:.0f} {dict(_RATES)[rate]})"
+        summary += f" ({metrics[rate]:.0f} {_RATES[rate]})"
     ref_metrics = reference.metrics() if reference else {}
     if rate and ref_metrics.get(rate):
         metrics["fraction_of_reference"] = metrics[rate] / ref_metrics[rate]

@@ -111,8 +111,8 @@ bool computes_the_product(const Gemm& run, cublasHandle_t fp32, std::string& why
     why = "not implemented yet (it wrote nothing)";
     return false;
   }
-  const double tolerance = (2.0 * K + 16) / 16777216.0;
-  const auto report = workbook::compare_to_reference(got.data(), want.data(), got.size(), {tolerance, 4 / 16777216.0});
+  const auto report =
+      workbook::compare_to_reference(got.data(), want.data(), got.size(), workbook::float32_dot_tolerance(K));
   if (!report.ok()) why = "wrong results: " + report.describe();
   return report.ok();
 }

@@ -35,6 +35,13 @@ struct Mismatch {
   bool unwritten = false;  ///< the output still held the poison value
 };
 
+/// How far a float32 dot product of \p length terms may be from the exact value, for inputs
+/// uniform in [-1, 1] (lesson 03's matrix products). The running sum wanders like sqrt(k)/3
+/// and each addition rounds by up to u = 2^-24 times it, so the error's standard deviation is
+/// near 0.1 u K in any order of summation (tiles, FMA, split K); (2K + 16) u absolute plus
+/// 4u relative is over ten of those, and about ten times less than TF32's error at K = 4096.
+Tolerance float32_dot_tolerance(int length);
+
 /// The outcome of compare_to_reference.
 struct ComparisonReport {
   std::size_t count = 0;          ///< elements compared
