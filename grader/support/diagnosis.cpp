@@ -1,42 +1,91 @@
-// The hints: each names the usual cause of one pattern of wrong output.
+// The hints for one-dimensional outputs. Each fires only when the evidence (which elements,
+// which guard elements, how many threads the launch had) shows its cause; otherwise the
+// verdict describes what was observed and names no cause.
 #include "diagnosis.hpp"
 
 #include <sstream>
 
 namespace grader {
 
+std::string hint(const char* id, const std::string& text) { return std::string("Hint [") + id + "]: " + text; }
+
 bool nothing_written(const workbook::ComparisonReport& comparison, const workbook::GuardReport& guards) {
   return comparison.count > 0 && comparison.unwritten == comparison.count && guards.intact();
 }
 
-std::string diagnose(const workbook::ComparisonReport& comparison, const workbook::GuardReport& guards, std::size_t n) {
+namespace {
+
+// Writes past the end: which pattern do they form?
+std::string explain_writes_after(const workbook::GuardReport& guards, std::size_t n, long long threads) {
+  const std::size_t first = guards.nearest_after, last = guards.farthest_after, count = guards.written_after;
+  const bool contiguous = count == last - first + 1;
+  if (count == 1 && first == 0) {
+    return hint("off-by-one-end", "only element n itself was written past the end: the bounds check lets i == n "
+                                  "through. Elements are 0 .. n-1, so the test is i < n, not i <= n.");
+  }
+  // Exactly the indices of the launch's extra threads, n .. threads-1: nothing stopped them.
+  if (threads > static_cast<long long>(n) && first == 0 && contiguous &&
+      last + 1 == static_cast<std::size_t>(threads) - n) {
+    return hint("no-bounds-check", "the elements written past the end are exactly n .. " + std::to_string(threads - 1) +
+                                       ", the indices of the launch's " + std::to_string(threads - n) +
+                                       " extra threads (the grid had " + std::to_string(threads) +
+                                       " threads for n = " + std::to_string(n) +
+                                       "): a thread with i >= n must not write, so check i < n before the store.");
+  }
+  // Exactly 3n elements past the end: the writes reach element 4n - 1, as a bound of n * 4 bytes would.
+  if (first == 0 && contiguous && count == 3 * n && 4 * n <= guards.guard_elements + n) {
+    return hint("counts-bytes", "the writes run exactly to element " + std::to_string(4 * n - 1) +
+                                    " = 4n - 1, as far as a bound of n * sizeof(float) would take them: a loop "
+                                    "bound or check that counts bytes instead of elements.");
+  }
+  return "Elements past n were written (see above): some write has no bound, or a bound larger than n.";
+}
+
+}  // namespace
+
+std::string diagnose(const workbook::ComparisonReport& comparison, const workbook::GuardReport& guards, std::size_t n,
+                     long long threads) {
   if (comparison.ok() && guards.intact()) return "";
   std::ostringstream out;
   if (!guards.intact()) {
     out << guards.describe(n) << ".\n";
     if (guards.written_before > 0) {
-      out << "Hint: something wrote before element 0: is an index negative, or an offset subtracted?";
-    } else if (guards.written_after == 1 && guards.nearest_after == 0) {
-      out << "Hint: off by one: the bounds check lets i == n through. Elements are 0 .. n-1, so the test is i < n, "
-             "not i <= n.";
+      out << hint("writes-before-start", "something wrote before element 0 (element -" +
+                                             std::to_string(guards.nearest_before + 1) +
+                                             " and nearer): an index became negative, such as i - 1 at i = 0.");
     } else {
-      out << "Hint: elements past n were written: is there a bounds check (if (i < n)) before every write, and "
-             "does it count elements, not bytes?";
+      out << explain_writes_after(guards, n, threads);
     }
     if (!comparison.ok()) out << "\nInside the array: " << comparison.describe();
     return out.str();
   }
   out << comparison.describe() << "\n";
+  const std::string first = std::to_string(comparison.first_unwritten);
   if (comparison.unwritten_is_tail()) {
-    out << "Hint: the last " << comparison.unwritten << " elements (from index " << comparison.first_unwritten
-        << ") were never written: the threads do not cover n. Round the grid up, (n + block - 1) / block blocks, or "
-           "loop with a grid stride (i += blockDim.x * gridDim.x).";
+    if (threads >= 0 && threads < static_cast<long long>(n) &&
+        comparison.first_unwritten == static_cast<std::size_t>(threads)) {
+      out << hint("grid-too-small", "the launch had " + std::to_string(threads) + " threads for n = " +
+                                        std::to_string(n) + ", and the elements from index " + first +
+                                        " on, exactly where the threads run out, were never written: each thread "
+                                        "wrote one element. Round the grid up, (n + block - 1) / block blocks, or "
+                                        "loop with a grid stride (i += blockDim.x * gridDim.x).");
+    } else if (threads >= static_cast<long long>(n)) {
+      out << hint("index-misses-tail", "the launch had " + std::to_string(threads) + " threads for n = " +
+                                           std::to_string(n) + ", enough for every element, yet the elements from "
+                                           "index " + first + " on were never written: the indices the threads "
+                                           "compute do not reach them. Is i = blockIdx.x * blockDim.x + threadIdx.x "
+                                           "(blockDim, not gridDim), and is the loop or check i < n?");
+    } else {
+      out << "The last " << comparison.unwritten << " elements, from index " << first << ", were never written.";
+    }
   } else if (comparison.unwritten > 0) {
-    out << "Hint: some elements in the middle were never written: are the index or the stride computed from the "
-           "right blockIdx, blockDim and gridDim?";
+    out << hint("unwritten-gaps", "elements in the middle were never written (the first at index " + first +
+                                      ") while later ones were: the indices the threads compute skip some "
+                                      "elements. Compare them with blockIdx.x * blockDim.x + threadIdx.x, and a "
+                                      "stride with blockDim.x * gridDim.x.");
   } else {
-    out << "Hint: every element was written but some values are wrong: are the inputs and the output indexed with "
-           "the same i, and is the arithmetic the one asked for?";
+    out << hint("wrong-values", "every element was written, but some values are wrong: are the inputs and the "
+                                "output indexed with the same i, and is the arithmetic the one asked for?");
   }
   return out.str();
 }

@@ -1,6 +1,8 @@
 /// \file
 /// Turning what came back from a kernel into a verdict a student can act on: the facts
-/// (what was expected, what came back, which elements) and a hint at the usual cause.
+/// (what was expected, what came back, which elements) and, only where the evidence proves
+/// it, a hint naming the cause. Every hint has an id ("Hint [grid-too-small]: ..."), and a
+/// broken variant in grader/tests/broken/ that must trigger it (grader/README.md).
 #pragma once
 
 #include "workbook/compare.hpp"
@@ -11,9 +13,15 @@
 
 namespace grader {
 
-/// The facts and a "Hint:" line for an output of \p n elements, given its comparison with
-/// the reference and its guard report. Empty when both are clean.
-std::string diagnose(const workbook::ComparisonReport& comparison, const workbook::GuardReport& guards, std::size_t n);
+/// "Hint [id]: text": a cause the evidence shows, labelled so the tests can tell which hint fired.
+std::string hint(const char* id, const std::string& text);
+
+/// The facts and, where proven, a hint for an output of \p n elements, given its comparison
+/// with the reference and its guard report. \p threads is how many threads the launch that
+/// wrote it started (grid x block), or -1 when the grader does not know the launch. Empty
+/// when both are clean.
+std::string diagnose(const workbook::ComparisonReport& comparison, const workbook::GuardReport& guards, std::size_t n,
+                     long long threads = -1);
 
 /// True when nothing at all was written: every element still poisoned, guards intact.
 bool nothing_written(const workbook::ComparisonReport& comparison, const workbook::GuardReport& guards);

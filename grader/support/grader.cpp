@@ -25,6 +25,15 @@ TestState& state() {
   return s;
 }
 
+std::function<void(const std::string&, bool)>& wait_reporter() {
+  static std::function<void(const std::string&, bool)> reporter;
+  return reporter;
+}
+
+void report_wait(const std::string& what, bool done) {
+  if (wait_reporter()) wait_reporter()(what, done);
+}
+
 }  // namespace
 
 void require_gpu() {
@@ -55,6 +64,20 @@ void not_implemented(const std::string& what) {
 bool marked_not_implemented() { return state().not_implemented; }
 
 void reset_test_state() { state() = TestState{}; }
+
+void set_wait_reporter(std::function<void(const std::string&, bool)> reporter) {
+  wait_reporter() = std::move(reporter);
+}
+
+void synchronize(const std::string& what) {
+  report_wait(what, false);
+  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+  report_wait(what, true);
+}
+
+GpuWait::GpuWait(const std::string& what) { report_wait(what, false); }
+
+GpuWait::~GpuWait() { report_wait("", true); }
 
 std::vector<std::size_t> test_sizes(int block, std::size_t large) {
   const std::size_t b = static_cast<std::size_t>(block);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,25 @@ bool marked_not_implemented();
 
 /// Clears the per-test state; the listener calls it when a test case starts.
 void reset_test_state();
+
+/// Waits for the GPU to finish everything queued (cudaDeviceSynchronize, checked), and tells
+/// the driver that it waits for \p what and when the wait ended. A test stopped at its time
+/// limit then shows whether one launch never finished or the checks were merely slow.
+void synchronize(const std::string& what = "");
+
+/// The same records around a host call that waits for the GPU inside (a student's host
+/// function): construct before the call, destroy after it.
+class GpuWait {
+public:
+  explicit GpuWait(const std::string& what);
+  ~GpuWait();
+  GpuWait(const GpuWait&) = delete;
+  GpuWait& operator=(const GpuWait&) = delete;
+};
+
+/// Where the listener in grader_main.cpp sends "wait" records (one JSON line each); unset
+/// when no report file was asked for.
+void set_wait_reporter(std::function<void(const std::string& what, bool done)> reporter);
 
 /// Sizes every correctness test covers, in increasing order: 1, warp size -1/0/+1, \p block
 /// -1/0/+1, a prime that is not a multiple of any block size, two seeded random sizes, and

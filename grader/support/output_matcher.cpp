@@ -7,8 +7,9 @@ namespace grader {
 
 DeviceOutput read_back(const workbook::GuardedDeviceArray& array) { return {array.download(), array.check_guards()}; }
 
-MatchesReference::MatchesReference(const std::vector<float>& expected, workbook::Tolerance tolerance)
-    : expected_(expected), tolerance_(tolerance) {}
+MatchesReference::MatchesReference(const std::vector<float>& expected, workbook::Tolerance tolerance,
+                                   long long threads)
+    : expected_(expected), tolerance_(tolerance), threads_(threads) {}
 
 bool MatchesReference::match(const DeviceOutput& output) const {
   if (output.values.size() != expected_.size()) {
@@ -18,7 +19,7 @@ bool MatchesReference::match(const DeviceOutput& output) const {
   }
   const auto comparison =
       workbook::compare_to_reference(output.values.data(), expected_.data(), expected_.size(), tolerance_);
-  diagnosis_ = diagnose(comparison, output.guards, expected_.size());
+  diagnosis_ = diagnose(comparison, output.guards, expected_.size(), threads_);
   return diagnosis_.empty();
 }
 

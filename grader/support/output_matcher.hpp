@@ -28,8 +28,9 @@ DeviceOutput read_back(const workbook::GuardedDeviceArray& array);
 /// guards are intact.
 class MatchesReference : public Catch::Matchers::MatcherGenericBase {
 public:
-  /// \p expected must outlive the matcher.
-  MatchesReference(const std::vector<float>& expected, workbook::Tolerance tolerance);
+  /// \p expected must outlive the matcher. \p threads: how many threads the launch that wrote
+  /// the output had (grid x block), when the grader knows it; the diagnosis uses it as evidence.
+  MatchesReference(const std::vector<float>& expected, workbook::Tolerance tolerance, long long threads = -1);
 
   /// Compares and remembers the result for describe().
   bool match(const DeviceOutput& output) const;
@@ -39,6 +40,7 @@ public:
 private:
   const std::vector<float>& expected_;
   workbook::Tolerance tolerance_;
+  long long threads_;
   mutable std::string diagnosis_;
 };
 

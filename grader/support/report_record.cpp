@@ -39,6 +39,12 @@ std::string format_record(const TestRecord& record) {
     for (std::size_t i = 0; i < record.messages.size(); ++i) line += (i ? ", " : "") + json_quote(record.messages[i]);
     line += "]";
   }
+  if (!record.what.empty()) line += ", \"what\": " + json_quote(record.what);
+  if (record.t >= 0) {
+    char number[32];
+    std::snprintf(number, sizeof number, "%.3f", record.t);
+    line += std::string(", \"t\": ") + number;
+  }
   if (!record.metrics.empty()) {
     line += ", \"metrics\": {";
     for (std::size_t i = 0; i < record.metrics.size(); ++i) {

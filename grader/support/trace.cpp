@@ -1,0 +1,219 @@
+// The host-only half of the tracer: questions about a Trace and the text students read.
+// Nothing here touches CUPTI or the GPU, so all of it is unit-tested in CI.
+#include "tracer.hpp"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace grader {
+namespace {
+
+std::string dims(const dim3& d) {
+  if (d.y == 1 && d.z == 1) return std::to_string(d.x);
+  std::string text = "(" + std::to_string(d.x) + ", " + std::to_string(d.y);
+  if (d.z != 1) text += ", " + std::to_string(d.z);
+  return text + ")";
+}
+
+bool is_allocation(const std::string& name) {
+  return name == "cudaMalloc" || name == "cudaMallocAsync" || name == "cudaMallocFromPoolAsync" ||
+         name == "cudaMallocManaged" || name == "cudaMallocPitch";
+}
+
+bool is_free(const std::string& name) { return name == "cudaFree" || name == "cudaFreeAsync"; }
+
+// Device allocations of the trace that no free of the trace released: pointer -> bytes.
+std::map<const void*, std::size_t> live_allocations(const std::vector<TracedCall>& calls) {
+  std::map<const void*, std::size_t> live;
+  for (const TracedCall& call : calls) {
+    if (call.result != cudaSuccess) continue;
+    if (is_allocation(call.name) && call.pointer != nullptr) live[call.pointer] = call.bytes;
+    if (is_free(call.name)) live.erase(call.pointer);
+  }
+  return live;
+}
+
+}  // namespace
+
+std::string launch_text(const TracedKernel& kernel) {
+  return kernel.name + "<<<" + dims(kernel.grid) + ", " + dims(kernel.block) + ">>>";
+}
+
+std::string direction_text(CopyDirection direction) {
+  switch (direction) {
+    case CopyDirection::HostToDevice: return "host -> device";
+    case CopyDirection::DeviceToHost: return "device -> host";
+    case CopyDirection::DeviceToDevice: return "device -> device";
+    case CopyDirection::HostToHost: return "host -> host";
+    default: return "other";
+  }
+}
+
+std::string memory_text(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::Pageable: return "pageable";
+    case MemoryKind::Pinned: return "pinned";
+    case MemoryKind::Device: return "device";
+    case MemoryKind::Managed: return "managed";
+    default: return "other";
+  }
+}
+
+bool is_default_stream(cudaStream_t stream) {
+  return stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
+}
+
+std::string stream_text(cudaStream_t stream) {
+  if (stream == cudaStreamPerThread) return "the per-thread default stream";
+  if (is_default_stream(stream)) return "the default stream";
+  std::ostringstream out;
+  out << "stream " << static_cast<const void*>(stream);
+  return out.str();
+}
+
+std::string plain_call_name(const std::string& callback_name) {
+  static const std::regex suffix("(_ptsz|_ptds)?(_v[0-9]+)?(_ptsz|_ptds)?$");
+  return std::regex_replace(callback_name, suffix, "");
+}
+
+std::string kernel_short_name(const std::string& mangled, std::string* signature) {
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> demangled(
+      abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
+  std::string full = status == 0 && demangled ? std::string(demangled.get()) : mangled;
+  if (signature) *signature = full;
+  // Cut the parameter list: the first '(' outside template brackets.
+  int depth = 0;
+  std::size_t cut = full.size();
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    if (full[i] == '<') ++depth;
+    if (full[i] == '>') --depth;
+    if (full[i] == '(' && depth == 0) {
+      cut = i;
+      break;
+    }
+  }
+  std::string name = full.substr(0, cut);
+  // Template kernels demangle with their return type first ("void cub::...<...>").
+  if (name.rfind("void ", 0) == 0) name = name.substr(5);
+  return name;
+}
+
+std::size_t Trace::count_calls(const std::string& name) const {
+  return static_cast<std::size_t>(
+      std::count_if(calls.begin(), calls.end(), [&](const TracedCall& c) { return c.name == name; }));
+}
+
+std::vector<TracedKernel> Trace::kernels_named(const std::string& name) const {
+  std::vector<TracedKernel> out;
+  for (const auto& k : kernels) {
+    if (k.name == name) out.push_back(k);
+  }
+  return out;
+}
+
+std::vector<TracedKernel> Trace::library_kernels() const {
+  std::vector<TracedKernel> out;
+  for (const auto& k : kernels) {
+    if (!k.from_program()) out.push_back(k);
+  }
+  return out;
+}
+
+std::vector<TracedKernel> Trace::program_kernels() const {
+  std::vector<TracedKernel> out;
+  for (const auto& k : kernels) {
+    if (k.from_program()) out.push_back(k);
+  }
+  return out;
+}
+
+std::size_t Trace::bytes_copied(CopyDirection direction) const {
+  std::size_t total = 0;
+  for (const auto& c : copies) {
+    if (c.direction == direction) total += c.bytes;
+  }
+  return total;
+}
+
+std::size_t Trace::device_bytes_not_freed() const {
+  std::size_t total = 0;
+  for (const auto& [pointer, bytes] : live_allocations(calls)) total += bytes;
+  return total;
+}
+
+std::size_t Trace::allocations_not_freed() const { return live_allocations(calls).size(); }
+
+std::vector<std::string> Trace::synchronizations() const {
+  std::vector<std::string> out;
+  for (const char* name : {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize"}) {
+    const std::size_t n = count_calls(name);
+    if (n > 0) out.push_back(std::string(name) + (n > 1 ? " x " + std::to_string(n) : ""));
+  }
+  return out;
+}
+
+std::string Trace::describe() const {
+  std::ostringstream out;
+  // Kernels, grouped by launch text and stream, in order of first appearance.
+  std::vector<std::pair<std::string, int>> launches;
+  for (const auto& k : kernels) {
+    std::string text = launch_text(k);
+    if (k.stream_known) text += " on " + stream_text(k.stream);
+    if (!k.from_program()) text += " (launched by " + k.launched_by + ")";
+    auto it = std::find_if(launches.begin(), launches.end(), [&](const auto& l) { return l.first == text; });
+    if (it == launches.end()) {
+      launches.emplace_back(text, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  if (launches.empty()) out << "  kernels launched: none\n";
+  for (const auto& [text, n] : launches) out << "  kernel " << text << (n > 1 ? " x " + std::to_string(n) : "") << "\n";
+
+  std::map<std::string, std::pair<int, std::size_t>> copies_by_kind;
+  for (const auto& c : copies) {
+    std::string kind = direction_text(c.direction);
+    if (c.direction == CopyDirection::HostToDevice || c.direction == CopyDirection::DeviceToHost) {
+      kind += ", " + memory_text(c.host_side()) + " host memory";
+    }
+    kind += c.asynchronous ? ", asynchronous" : "";
+    auto& [count, bytes] = copies_by_kind[kind];
+    ++count;
+    bytes += c.bytes;
+  }
+  if (copies_by_kind.empty()) out << "  copies: none\n";
+  for (const auto& [kind, cb] : copies_by_kind) {
+    out << "  copies " << kind << ": " << cb.first << " (" << cb.second << " bytes)\n";
+  }
+  if (!memsets.empty()) out << "  memsets: " << memsets.size() << "\n";
+
+  std::size_t allocations = 0, allocated = 0, frees = 0;
+  for (const auto& c : calls) {
+    if (c.result != cudaSuccess) continue;
+    if (is_allocation(c.name)) ++allocations, allocated += c.bytes;
+    if (is_free(c.name)) ++frees;
+  }
+  out << "  device allocations: " << allocations << " (" << allocated << " bytes), frees: " << frees;
+  if (device_bytes_not_freed() > 0) out << ", not freed: " << device_bytes_not_freed() << " bytes";
+  out << "\n";
+  const auto waits = synchronizations();
+  if (!waits.empty()) {
+    out << "  waits:";
+    for (std::size_t i = 0; i < waits.size(); ++i) out << (i ? ", " : " ") << waits[i];
+    out << "\n";
+  }
+  std::string text = out.str();
+  if (!text.empty()) text.pop_back();
+  return text;
+}
+
+}  // namespace grader
