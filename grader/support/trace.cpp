@@ -90,20 +90,24 @@ std::string kernel_short_name(const std::string& mangled, std::string* signature
       abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
   std::string full = status == 0 && demangled ? std::string(demangled.get()) : mangled;
   if (signature) *signature = full;
-  // Cut the parameter list: the first '(' outside template brackets.
-  int depth = 0;
+  // Cut the parameter list: the '(' that matches the final ')'. Scanning from the end keeps
+  // "(anonymous namespace)::kernel" and template arguments with parentheses intact.
   std::size_t cut = full.size();
-  for (std::size_t i = 0; i < full.size(); ++i) {
-    if (full[i] == '<') ++depth;
-    if (full[i] == '>') --depth;
-    if (full[i] == '(' && depth == 0) {
-      cut = i;
-      break;
+  if (!full.empty() && full.back() == ')') {
+    int depth = 0;
+    for (std::size_t i = full.size(); i-- > 0;) {
+      if (full[i] == ')') ++depth;
+      if (full[i] == '(' && --depth == 0) {
+        cut = i;
+        break;
+      }
     }
   }
   std::string name = full.substr(0, cut);
   // Template kernels demangle with their return type first ("void cub::...<...>").
   if (name.rfind("void ", 0) == 0) name = name.substr(5);
+  const std::string anonymous = "(anonymous namespace)::";
+  if (name.rfind(anonymous, 0) == 0) name = name.substr(anonymous.size());
   return name;
 }
 

@@ -25,6 +25,7 @@
 #include <execinfo.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -75,7 +76,7 @@ struct Collector {
   bool active = false;
   Trace trace;
   std::unordered_map<std::uint32_t, LaunchOrigin> launches;  // by correlation id
-  std::unordered_map<std::uint32_t, CopyOrigin> copies;      // by runtime correlation id
+  std::unordered_map<std::uint32_t, CopyOrigin> copies;      // by the runtime call's correlation id
   CUpti_SubscriberHandle subscriber = nullptr;
   std::string unavailable;  // why tracing cannot work, once known
   const void* program_base = nullptr;
@@ -84,6 +85,12 @@ struct Collector {
 Collector& collector() {
   static Collector c;
   return c;
+}
+
+// WORKBOOK_TRACER_DEBUG=1 prints the raw ids and addresses the tracer matches (for grader developers).
+bool debug() {
+  static const bool on = std::getenv("WORKBOOK_TRACER_DEBUG") != nullptr;
+  return on;
 }
 
 // The thread's runtime launch call in progress: driver launches nested in it inherit its origin.
@@ -95,28 +102,31 @@ std::string file_name(const char* path) {
   return slash ? slash + 1 : path;
 }
 
-// "" when \p address is in the grader program, else the shared library's file name.
-std::string binary_of(const void* address) {
-  Dl_info info{};
-  if (address == nullptr || dladdr(address, &info) == 0) return "an unknown library";
-  if (info.dli_fbase == collector().program_base) return "";
-  return file_name(info.dli_fname);
-}
-
-// For driver launches outside any runtime launch: the first frame on the stack that is not
-// CUDA's driver, CUPTI or this file names the library that launched.
-std::string launching_library() {
-  void* frames[48];
-  const int n = backtrace(frames, 48);
-  for (int i = 1; i < n; ++i) {
+// Which binary called into CUDA: "" for the grader program (the student's code and its
+// statically linked runtime), else the shared library's file name (libcublasLt.so.13). The
+// stack runs from this callback through CUPTI and the driver to the caller; the first frame
+// past those is the caller. When the stack cannot be walked that far, \p function (a launch's
+// host stub) decides: a stub inside a shared library names it, anything else is the program.
+std::string caller_binary(const void* function) {
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  bool past_tracer = false;
+  for (int i = 0; i < n; ++i) {
     Dl_info info{};
     if (dladdr(frames[i], &info) == 0 || info.dli_fname == nullptr) continue;
     const std::string name = file_name(info.dli_fname);
-    if (name.rfind("libcuda.so", 0) == 0 || name.rfind("libcupti", 0) == 0) continue;
-    if (info.dli_fbase == collector().program_base) continue;  // the tracer itself, in the program
-    return name;
+    if (name.rfind("libcuda.so", 0) == 0 || name.rfind("libcupti", 0) == 0) {
+      past_tracer = true;
+      continue;
+    }
+    if (!past_tracer) continue;  // the tracer's own frames, before CUDA called it
+    return info.dli_fbase == collector().program_base ? std::string() : name;
   }
-  return "a library (driver API)";
+  Dl_info info{};
+  if (function != nullptr && dladdr(function, &info) != 0 && info.dli_fbase != collector().program_base) {
+    return file_name(info.dli_fname);
+  }
+  return function != nullptr ? std::string() : "a library (driver API)";
 }
 
 MemoryKind memory_kind(std::uint8_t kind) {
@@ -159,6 +169,7 @@ void take_record(Collector& c, const CUpti_Activity* record) {
       kernel.stream_id = k->streamId;
       kernel.start_ns = k->start;
       kernel.end_ns = k->end;
+      if (debug()) std::fprintf(stderr, "[tracer] kernel %s correlation %u\n", kernel.name.c_str(), k->correlationId);
       const auto origin = c.launches.find(k->correlationId);
       if (origin != c.launches.end()) {
         kernel.launched_by = origin->second.launched_by;
@@ -181,7 +192,13 @@ void take_record(Collector& c, const CUpti_Activity* record) {
       copy.stream_id = m->streamId;
       copy.start_ns = m->start;
       copy.end_ns = m->end;
-      const auto origin = c.copies.find(m->runtimeCorrelationId);
+      if (debug()) {
+        std::fprintf(stderr, "[tracer] copy correlation %u runtime %u\n", m->correlationId, m->runtimeCorrelationId);
+      }
+      // Runtime copies carry the runtime call's id in correlationId (runtimeCorrelationId is 0
+      // on CUDA 13, as seen on an H100); older CUPTIs filled the latter.
+      auto origin = c.copies.find(m->correlationId);
+      if (origin == c.copies.end()) origin = c.copies.find(m->runtimeCorrelationId);
       if (origin != c.copies.end()) {
         copy.api = origin->second.api;
         copy.stream = origin->second.stream;
@@ -373,7 +390,11 @@ void on_runtime_call(Collector& c, CUpti_CallbackId id, const CUpti_CallbackData
     *data->correlationData = now;
     if (function != nullptr) {
       LaunchOrigin origin;
-      origin.launched_by = binary_of(function);
+      origin.launched_by = caller_binary(function);
+      if (debug()) {
+        std::fprintf(stderr, "[tracer] %s correlation %u launched by '%s'\n", data->functionName,
+                     data->correlationId, origin.launched_by.c_str());
+      }
       TracedCall probe;
       decode_call(id, data, probe);
       origin.stream = probe.stream;
@@ -391,6 +412,9 @@ void on_runtime_call(Collector& c, CUpti_CallbackId id, const CUpti_CallbackData
   decode_call(id, data, call);
   const std::lock_guard<std::mutex> lock(c.mutex);
   if (function != nullptr) current_runtime_launch = nullptr;
+  if (debug() && is_copy_call(call.name)) {
+    std::fprintf(stderr, "[tracer] %s correlation %u\n", call.name.c_str(), data->correlationId);
+  }
   if (is_copy_call(call.name)) {
     c.copies[data->correlationId] = {call.name, call.stream, call.has_stream};
   }
@@ -401,10 +425,14 @@ void on_driver_launch(Collector& c, CUpti_CallbackId id, const CUpti_CallbackDat
   if (data->callbackSite != CUPTI_API_ENTER) return;
   LaunchOrigin origin;
   const LaunchOrigin* runtime = current_runtime_launch;
+  if (debug()) {
+    std::fprintf(stderr, "[tracer] driver %s correlation %u inside a runtime launch: %d\n", data->functionName,
+                 data->correlationId, runtime != nullptr);
+  }
   if (runtime != nullptr) {
     origin = *runtime;
   } else {
-    origin.launched_by = launching_library();
+    origin.launched_by = caller_binary(nullptr);
     if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
       origin.stream = reinterpret_cast<cudaStream_t>(params_of<cuLaunchKernel_params>(data).hStream);
       origin.stream_known = true;
@@ -457,6 +485,7 @@ const std::string& initialise() {
     Collector& c = collector();
     Dl_info self{};
     if (dladdr(reinterpret_cast<const void*>(&initialise), &self) != 0) c.program_base = self.dli_fbase;
+    if (debug()) std::fprintf(stderr, "[tracer] program %s base %p\n", self.dli_fname, c.program_base);
     CUptiResult result = cuptiSubscribe(&c.subscriber, &on_callback, nullptr);
     if (result != CUPTI_SUCCESS) {
       return "CUPTI would not let the grader subscribe (" + cupti_error(result) +

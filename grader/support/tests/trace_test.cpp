@@ -58,6 +58,7 @@ TEST_CASE("kernel names are demangled and cut before their parameters", "[tracer
   CHECK(signature == "vector_add(float const*, float const*, float*, int)");
   CHECK(grader::kernel_short_name("_ZN3cub6detail6reduce6kernelIfEEvPKfPfi") == "cub::detail::reduce::kernel<float>");
   CHECK(grader::kernel_short_name("sm90_xmma_gemm_f32f32_tf32f32") == "sm90_xmma_gemm_f32f32_tf32f32");
+  CHECK(grader::kernel_short_name("_ZN12_GLOBAL__N_112probe_kernelEPfi") == "probe_kernel");
 }
 
 TEST_CASE("a trace answers what was launched, copied and left allocated", "[tracer]") {
