@@ -1,8 +1,12 @@
 // workbook_device_info: the GPU's properties as one JSON object, for the grader and for
 // students' reports. With --measure-copy it adds the measured device-to-device copy
-// bandwidth, the ceiling memory-bound kernels are graded against.
+// bandwidth, the ceiling memory-bound kernels are graded against. "uuid" names the GPU as
+// nvidia-smi does, so the grader can lock that very GPU and ask nvidia-smi who else uses it.
 // Exit codes: 0 fine, 3 no usable GPU (one sentence on stderr), 1 anything else.
+#include "workbook/cuda_check.hpp"
 #include "workbook/device_info.hpp"
+
+#include <cuda_runtime_api.h>
 
 #include <cstdio>
 #include <cstring>
@@ -18,6 +22,20 @@ std::string json_string(const std::string& s) {
     out += c;
   }
   return out + "\"";
+}
+
+// The device's UUID as nvidia-smi prints it: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
+std::string uuid_string(int device) {
+  cudaDeviceProp prop{};
+  WORKBOOK_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::string out = "GPU-";
+  char hex[3];
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(prop.uuid.bytes[i]));
+    out += hex;
+  }
+  return out;
 }
 
 }  // namespace
@@ -38,12 +56,13 @@ int main(int argc, char** argv) {
   }
   try {
     const workbook::DeviceInfo info = workbook::query_device(0);
-    std::printf("{\"name\": %s, \"compute_capability\": \"%d.%d\", \"sm_count\": %d, \"max_threads_per_block\": %d, "
-                "\"max_threads_per_sm\": %d, \"total_memory_bytes\": %zu, \"free_memory_bytes\": %zu, "
-                "\"l2_cache_bytes\": %d, \"theoretical_bandwidth_gbps\": %.1f",
-                json_string(info.name).c_str(), info.cc_major, info.cc_minor, info.sm_count,
-                info.max_threads_per_block, info.max_threads_per_sm, info.total_memory_bytes,
-                info.free_memory_bytes, info.l2_cache_bytes, info.theoretical_bandwidth_gbps);
+    std::printf("{\"name\": %s, \"uuid\": %s, \"compute_capability\": \"%d.%d\", \"sm_count\": %d, "
+                "\"max_threads_per_block\": %d, \"max_threads_per_sm\": %d, \"total_memory_bytes\": %zu, "
+                "\"free_memory_bytes\": %zu, \"l2_cache_bytes\": %d, \"theoretical_bandwidth_gbps\": %.1f",
+                json_string(info.name).c_str(), json_string(uuid_string(info.device)).c_str(), info.cc_major,
+                info.cc_minor, info.sm_count, info.max_threads_per_block, info.max_threads_per_sm,
+                info.total_memory_bytes, info.free_memory_bytes, info.l2_cache_bytes,
+                info.theoretical_bandwidth_gbps);
     if (measure) std::printf(", \"copy_bandwidth_gbps\": %.1f", workbook::copy_bandwidth_gbps_for_run());
     std::printf("}\n");
     return 0;

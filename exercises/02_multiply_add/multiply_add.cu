@@ -27,9 +27,9 @@ void launch_multiply_add(const float* x1, const float* x2, float b, float* y, in
   //      (cudaDeviceGetAttribute with cudaDevAttrMaxThreadsPerBlock), or when config.grid
   //      is negative.
   //   2. When n == 0 there is nothing to do: return.
-  //   3. Choose the grid: config.grid, or when it is 0 ("auto") a grid of your choice, for
-  //      example a multiple of the SM count (cudaDevAttrMultiProcessorCount), capped at
-  //      (n + block - 1) / block.
+  //   3. Choose the grid: config.grid, or when it is 0 ("auto") a grid of your choice
+  //      between min(SM count, (n + block - 1) / block) and (n + block - 1) / block blocks
+  //      (multiply_add.hpp says why).
   //   4. multiply_add<<<grid, config.block, 0, stream>>>(...), then WORKBOOK_CHECK_LAUNCH().
   (void)x1, (void)x2, (void)b, (void)y, (void)n, (void)config, (void)stream;
 }

@@ -7,15 +7,18 @@
 // IEEE arithmetic on host and device, so results must match bit for bit.
 #include "vector_add.hpp"
 
+#include "diagnosis.hpp"
 #include "grader.hpp"
 #include "output_matcher.hpp"
-#include "diagnosis.hpp"
+#include "tracer.hpp"
 
 #include "workbook/workbook.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 
 #include <algorithm>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -50,7 +53,7 @@ template <class Launch>
 void require_implemented(const char* function, int task, Launch launch) {
   Problem p(1000);
   launch(p);
-  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+  grader::synchronize(std::string(function) + " on n = 1000");
   const auto out = grader::read_back(p.c);
   const auto comparison = workbook::compare_to_reference(out.values.data(), p.expected.data(), 1000, kExact);
   if (grader::nothing_written(comparison, out.guards)) {
@@ -67,7 +70,7 @@ void measure_bandwidth(Launch launch) {
   CAPTURE(n);
   Problem p(n);
   launch(p, cudaStream_t{nullptr});
-  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+  grader::synchronize("the first launch at n = " + std::to_string(n));
   REQUIRE_THAT(grader::read_back(p.c), grader::MatchesReference(p.expected, kExact));
 
   const double bytes = 3.0 * n * sizeof(float);
@@ -106,8 +109,8 @@ TEST_CASE("Task 1: vector_add is correct for every size and block size", "[task_
       Problem p(n);
       vector_add<<<grid, block>>>(p.a.data(), p.b.data(), p.c.data(), static_cast<int>(n));
       WORKBOOK_CHECK_LAUNCH();
-      WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
-      REQUIRE_THAT(grader::read_back(p.c), grader::MatchesReference(p.expected, kExact));
+      grader::synchronize("vector_add, n = " + std::to_string(n) + ", block " + std::to_string(block));
+      REQUIRE_THAT(grader::read_back(p.c), grader::MatchesReference(p.expected, kExact, 1LL * grid * block));
     }
   }
 }
@@ -139,8 +142,9 @@ TEST_CASE("Task 2: vector_add_grid_stride is correct for grids smaller and large
       p.c.poison();
       vector_add_grid_stride<<<l.grid, l.block>>>(p.a.data(), p.b.data(), p.c.data(), static_cast<int>(n));
       WORKBOOK_CHECK_LAUNCH();
-      WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
-      REQUIRE_THAT(grader::read_back(p.c), grader::MatchesReference(p.expected, kExact));
+      grader::synchronize("vector_add_grid_stride, n = " + std::to_string(n) + ", grid " + std::to_string(l.grid) +
+                          ", block " + std::to_string(l.block));
+      REQUIRE_THAT(grader::read_back(p.c), grader::MatchesReference(p.expected, kExact, 1LL * l.grid * l.block));
     }
   }
 }
@@ -179,40 +183,104 @@ struct HostArray {
   std::uint32_t bits;
 };
 
+// What vector_add_host did on the GPU, judged against what a round trip of n elements needs:
+// a kernel, both inputs copied in, the result copied back after the kernel, and no device
+// memory left behind. Returns "" when all of it happened, else what is missing, with the
+// trace as evidence.
+std::string round_trip_problems(const grader::Trace& t, std::size_t n) {
+  const std::size_t array_bytes = n * sizeof(float);
+  std::ostringstream problems;
+  if (t.kernels.empty()) {
+    problems << "\n- it launched no kernel: c was not computed on the GPU.";
+  }
+  const std::size_t in = t.bytes_copied(grader::CopyDirection::HostToDevice);
+  if (in < 2 * array_bytes) {
+    problems << "\n- it copied " << in << " bytes to the device; the inputs a and b are 2 x " << n << " x 4 = "
+             << 2 * array_bytes << " bytes.";
+  }
+  const std::size_t out = t.bytes_copied(grader::CopyDirection::DeviceToHost);
+  if (out < array_bytes) {
+    problems << "\n- it copied " << out << " bytes back to the host; the result c is " << n << " x 4 = " << array_bytes
+             << " bytes" << (out == 0 ? " (no device -> host copy at all)" : "") << ".";
+  }
+  if (!t.kernels.empty() && out >= array_bytes) {
+    std::uint64_t last_kernel_end = 0, last_copy_start = 0;
+    for (const auto& k : t.kernels) last_kernel_end = std::max(last_kernel_end, k.end_ns);
+    for (const auto& c : t.copies) {
+      if (c.direction == grader::CopyDirection::DeviceToHost) last_copy_start = std::max(last_copy_start, c.start_ns);
+    }
+    if (last_copy_start < last_kernel_end) {
+      problems << "\n- the copy back to the host started before the kernel had finished, so it copied c before "
+                  "the kernel wrote it: copy on the same stream as the launch (or wait for the kernel first).";
+    }
+  }
+  const std::string text = problems.str();
+  return text.empty() ? text : text + "\nWhat the grader saw on the GPU during the call:\n" + t.describe();
+}
+
 }  // namespace
 
 TEST_CASE("Task 3: vector_add_host does the whole round trip", "[task_3]") {
   grader::require_gpu();
+  // Runs vector_add_host on fresh inputs of n elements, under the tracer.
+  struct Run {
+    grader::DeviceOutput out;
+    std::vector<float> expected;
+    std::optional<grader::Trace> trace;
+  };
   const auto run = [](std::size_t n) {
     const std::vector<float> a = workbook::random_floats(n, grader::seed_for("host a" + std::to_string(n)));
     const std::vector<float> b = workbook::random_floats(n, grader::seed_for("host b" + std::to_string(n)));
-    std::vector<float> expected(n);
-    for (std::size_t i = 0; i < n; ++i) expected[i] = a[i] + b[i];
+    Run r;
+    r.expected.resize(n);
+    for (std::size_t i = 0; i < n; ++i) r.expected[i] = a[i] + b[i];
     HostArray c(n, workbook::kOutputGuardBits);
-    vector_add_host(a.data(), b.data(), c.data(), static_cast<int>(n));
-    return std::make_pair(c.output(), expected);
+    {
+      const grader::GpuWait wait("vector_add_host(n = " + std::to_string(n) + ")");
+      r.trace = grader::trace([&] { vector_add_host(a.data(), b.data(), c.data(), static_cast<int>(n)); });
+    }
+    r.out = c.output();
+    return r;
   };
   {
-    const auto [out, expected] = run(1000);
-    const auto comparison = workbook::compare_to_reference(out.values.data(), expected.data(), 1000, kExact);
-    if (grader::nothing_written(comparison, out.guards)) {
+    const Run r = run(1000);
+    const auto comparison = workbook::compare_to_reference(r.out.values.data(), r.expected.data(), 1000, kExact);
+    const bool gpu_work = r.trace && (!r.trace->kernels.empty() || !r.trace->copies.empty());
+    if (grader::nothing_written(comparison, r.out.guards) && !gpu_work) {
       grader::not_implemented("vector_add_host left c untouched (TODO(task 3) in exercises/01_vector_add/vector_add.cu)");
     }
   }
   const std::size_t large = workbook::fit_in_free_memory(kLargeCorrectness, 3);
   for (const std::size_t n : grader::test_sizes(256, large)) {
     CAPTURE(n);
-    const auto [out, expected] = run(n);
-    REQUIRE_THAT(out, grader::MatchesReference(expected, kExact));
+    const Run r = run(n);
+    if (r.trace) {
+      const std::string problems = round_trip_problems(*r.trace, n);
+      if (!problems.empty()) FAIL("vector_add_host(n = " << n << ") did not do the whole round trip:" << problems);
+    }
+    // The launch's threads, as evidence for the diagnosis, when exactly one kernel ran.
+    const long long threads = r.trace && r.trace->kernels.size() == 1
+                                  ? 1LL * r.trace->kernels[0].grid.x * r.trace->kernels[0].block.x
+                                  : -1;
+    REQUIRE_THAT(r.out, grader::MatchesReference(r.expected, kExact, threads));
+    if (r.trace && r.trace->device_bytes_not_freed() > 0) {
+      FAIL("vector_add_host(n = " << n << ") returned with " << r.trace->device_bytes_not_freed()
+           << " bytes of device memory still allocated (" << r.trace->allocations_not_freed()
+           << " allocation(s) never freed): called again and again, it would run the GPU out of memory. Free what "
+              "you allocate (cudaFree), or use workbook::DeviceBuffer, which frees itself.");
+    }
   }
   SECTION("n = 0 is valid and does nothing") {
     float nothing = 0;
     try {
       vector_add_host(&nothing, &nothing, &nothing, 0);
     } catch (const workbook::CudaError& e) {
-      FAIL("vector_add_host(n = 0) threw: " << e.what()
-                                            << "\nHint: with n = 0 there is nothing to add. A launch with 0 blocks is "
-                                               "an invalid configuration, so return before launching.");
+      // cudaMalloc(0) and 0-byte copies succeed; only a launch of 0 blocks fails this way.
+      const std::string why = e.code() == cudaErrorInvalidConfiguration
+                                  ? grader::hint("empty-grid", "with n = 0 the grid has 0 blocks, an invalid launch "
+                                                               "configuration: return before launching.")
+                                  : std::string();
+      FAIL("vector_add_host(n = 0) threw: " << e.what() << "\nWith n = 0 there is nothing to add.\n" << why);
     }
   }
 }

@@ -11,6 +11,7 @@
 #include "diagnosis.hpp"
 #include "grader.hpp"
 #include "output_matcher.hpp"
+#include "tracer.hpp"
 
 #include "workbook/workbook.hpp"
 
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <cmath>
 #include <exception>
 #include <string>
@@ -65,9 +67,48 @@ int full_wave(int block) {
   return std::max(per_sm, 1) * info.sm_count;
 }
 
-void check_output(Problem& p) {
-  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
-  REQUIRE_THAT(grader::read_back(p.y), grader::MatchesReference(p.expected, kFmaOrNot));
+// Waits for the GPU and checks y; \p threads is the launch's grid x block when known.
+void check_output(Problem& p, long long threads = -1) {
+  grader::synchronize("multiply_add on n = " + std::to_string(p.n()));
+  REQUIRE_THAT(grader::read_back(p.y), grader::MatchesReference(p.expected, kFmaOrNot, threads));
+}
+
+int sm_count() {
+  static const int count = workbook::query_device(0).sm_count;
+  return count;
+}
+
+// What the launcher launched, against what it was asked for: exactly one multiply_add, the
+// block given, and the grid given or, for auto, the documented range: at most (n + block - 1)
+// / block blocks (none idle) and at least min(SM count, that) (every SM busy when n allows).
+// Returns "" when right, else what is wrong with the trace as evidence; \p threads receives
+// the kernel's grid x block.
+std::string launch_problems(const grader::Trace& t, int n, const LaunchConfig& c, long long& threads) {
+  const auto kernels = t.kernels_named("multiply_add");
+  std::ostringstream out;
+  if (kernels.size() != 1 || t.kernels.size() != 1) {
+    out << "it launched " << t.kernels.size() << " kernel(s), " << kernels.size()
+        << " of them multiply_add: one call launches multiply_add once.";
+  } else {
+    const grader::TracedKernel& k = kernels[0];
+    threads = 1LL * k.grid.x * k.block.x;
+    const long long needed = (static_cast<long long>(n) + c.block - 1) / c.block;
+    const long long least = std::min<long long>(needed, sm_count());
+    if (k.block.x != static_cast<unsigned>(c.block) || k.block.y != 1 || k.block.z != 1) {
+      out << "it was asked for blocks of " << c.block << " threads and launched " << grader::launch_text(k) << ".";
+    } else if (c.grid > 0 && k.grid.x != static_cast<unsigned>(c.grid)) {
+      out << "it was asked for a grid of " << c.grid << " blocks and launched " << grader::launch_text(k) << ".";
+    } else if (c.grid == 0 && (k.grid.x > needed || k.grid.x < least)) {
+      out << "with grid = 0 (auto) it launched " << grader::launch_text(k) << " for n = " << n
+          << ". An auto grid has at most (n + block - 1) / block = " << needed << " blocks (no block without work) "
+          << "and at least " << least << " (one per SM, " << sm_count() << " here, when n allows).";
+    } else if (!k.stream_known || !grader::is_default_stream(k.stream)) {
+      out << "it was called without a stream (the default stream) and launched on " << grader::stream_text(k.stream)
+          << ".";
+    }
+  }
+  const std::string text = out.str();
+  return text.empty() ? text : text + "\nWhat the grader saw on the GPU during the call:\n" + t.describe();
 }
 
 // True when \p run wrote nothing at all into y: the task is still the untouched skeleton.
@@ -75,7 +116,7 @@ template <class Run>
 bool writes_nothing(Run run) {
   Problem p(1000, "probe");
   run(p);
-  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+  grader::synchronize("the first call, n = 1000");
   const auto out = grader::read_back(p.y);
   const auto comparison = workbook::compare_to_reference(out.values.data(), p.expected.data(), 1000, kFmaOrNot);
   return grader::nothing_written(comparison, out.guards);
@@ -128,7 +169,7 @@ TEST_CASE("Task 1: multiply_add is correct for every block size and grid", "[tas
         p.y.poison();
         multiply_add<<<grid, block>>>(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n());
         WORKBOOK_CHECK_LAUNCH();
-        check_output(p);
+        check_output(p, 1LL * grid * block);
       }
     }
   }
@@ -186,19 +227,33 @@ TEST_CASE("Task 2: launch_multiply_add launches valid configurations correctly",
     for (const LaunchConfig& c : configs) {
       CAPTURE(n, c.block, c.grid, p.b);
       p.y.poison();
-      launch_multiply_add(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n(), c);
-      check_output(p);
+      const auto trace = grader::trace([&] { launch_multiply_add(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n(), c); });
+      long long threads = -1;
+      if (trace) {
+        const std::string problems = launch_problems(*trace, p.n(), c, threads);
+        if (!problems.empty()) {
+          FAIL("launch_multiply_add(n = " << n << ", block " << c.block << ", grid " << c.grid << ") launched the "
+               << "wrong thing: " << problems);
+        }
+      }
+      check_output(p, threads);
     }
   }
   SECTION("n = 0 is valid and launches nothing") {
     Problem p(1, "task 2 n = 0");
     try {
-      launch_multiply_add(p.x1.data(), p.x2.data(), p.b, p.y.data(), 0, {256, 0});
-      WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto trace = grader::trace([&] { launch_multiply_add(p.x1.data(), p.x2.data(), p.b, p.y.data(), 0, {256, 0}); });
+      if (trace && !trace->kernels.empty()) {
+        FAIL("launch_multiply_add(n = 0) launched " << trace->kernels.size() << " kernel(s); with nothing to do it "
+             "launches nothing.\n" << trace->describe());
+      }
     } catch (const std::exception& e) {
-      FAIL("launch_multiply_add(n = 0) threw: " << e.what()
-                                                 << "\nHint: with n = 0 there is nothing to do. A grid of 0 blocks is "
-                                                    "an invalid configuration, so return before launching.");
+      const auto* cuda = dynamic_cast<const workbook::CudaError*>(&e);
+      FAIL("launch_multiply_add(n = 0) threw: " << e.what() << "\nWith n = 0 there is nothing to do.\n"
+           << (cuda && cuda->code() == cudaErrorInvalidConfiguration
+                   ? grader::hint("launcher-empty-grid", "the launch had 0 blocks, an invalid configuration: "
+                                                         "return before launching when n == 0.")
+                   : std::string()));
     }
   }
 }
@@ -227,8 +282,9 @@ TEST_CASE("Task 2: launch_multiply_add rejects invalid configurations with an er
       FAIL("launch_multiply_add with " << c.what << " returned as if it had launched"
            << (pending != cudaSuccess ? std::string(", but CUDA had rejected the launch: ") + cudaGetErrorName(pending)
                                       : std::string())
-           << ".\nHint: check the configuration before launching and throw std::invalid_argument with a message "
-              "that says what is wrong; WORKBOOK_CHECK_LAUNCH() after the launch catches what CUDA itself rejects.");
+           << ".\n" << grader::hint("launcher-no-validation", "it returned normally for a configuration that cannot "
+           "run: check the configuration before launching and throw std::invalid_argument with a message "
+              "that says what is wrong; WORKBOOK_CHECK_LAUNCH() after the launch catches what CUDA itself rejects."));
     }
   }
   WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
@@ -268,9 +324,12 @@ TEST_CASE("Task 2: launch_multiply_add launches on the stream it is given", "[ta
     FAIL("launch_multiply_add(..., stream) did not launch exactly one kernel on that stream"
          << (error.empty() ? std::string() : " (it threw: " + error + ")")
          << (end != cudaSuccess ? std::string(" (stream capture failed: ") + cudaGetErrorName(end) + ")" : std::string())
-         << ", captured launches: " << nodes
-         << ".\nHint: pass the stream as the fourth launch parameter, multiply_add<<<grid, block, 0, stream>>>(...), "
-            "and do not synchronize inside the launcher.");
+         << ", captured launches: " << nodes << ".\n"
+         // Nothing captured, nothing thrown, the capture intact: the kernel went to another stream.
+         << (error.empty() && end == cudaSuccess && nodes == 0
+                 ? grader::hint("launcher-stream", "the launch went to another stream: pass the stream as the fourth "
+                                                   "launch parameter, multiply_add<<<grid, block, 0, stream>>>(...).")
+                 : std::string()));
   }
   check_output(p);
 }
@@ -295,12 +354,50 @@ TEST_CASE("Task 3: time_multiply_add agrees with the helper library's event time
     if (stats.samples == 0 && stats.median_ms == 0 && stats.max_ms == 0) {
       grader::not_implemented(std::string("time_multiply_add returned no samples (TODO(task 3) in ") + kExercise + ")");
     }
-    WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+    grader::synchronize("time_multiply_add on n = 1000");
     const auto out = grader::read_back(p.y);
     const auto comparison = workbook::compare_to_reference(out.values.data(), p.expected.data(), 1000, kFmaOrNot);
     if (!comparison.ok() || !out.guards.intact()) {
       FAIL("time_multiply_add ran, but y is wrong afterwards. It times launch_multiply_add, so task 2 must pass "
            "first (./grade 02 shows why it does not).\n" << grader::diagnose(comparison, out.guards, 1000));
+    }
+  }
+  {
+    // What the timer did: every launch it claims, and a start and a stop for each sample, on
+    // the stream the kernels ran on. A single pair of events around all the samples gives a
+    // plausible median (the total over the count) but no per-sample times.
+    Problem p(1 << 16, "task 3 trace");
+    constexpr int kWarmup = 2, kSamples = 7;
+    const auto trace = grader::trace([&] {
+      (void)time_multiply_add(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n(), {256, 0}, kWarmup, kSamples);
+    });
+    if (trace) {
+      const auto kernels = trace->kernels_named("multiply_add");
+      std::vector<const grader::TracedCall*> records;
+      for (const auto& c : trace->calls) {
+        if ((c.name == "cudaEventRecord" || c.name == "cudaEventRecordWithFlags") && c.result == cudaSuccess) {
+          records.push_back(&c);
+        }
+      }
+      const std::string seen = "\nWhat the grader saw on the GPU during the call:\n" + trace->describe() +
+                               "\n  event records: " + std::to_string(records.size());
+      if (kernels.size() != static_cast<std::size_t>(kWarmup + kSamples)) {
+        FAIL("time_multiply_add(warmup = " << kWarmup << ", samples = " << kSamples << ") launched multiply_add "
+             << kernels.size() << " times; it should launch it " << kWarmup + kSamples << " times." << seen);
+      }
+      if (records.size() < static_cast<std::size_t>(kSamples + 1)) {
+        FAIL("time_multiply_add(samples = " << kSamples << ") recorded " << records.size() << " CUDA events, but "
+             << kSamples << " samples timed one by one need a start and a stop each (at least " << kSamples + 1
+             << " records, " << 2 * kSamples << " with a pair per sample). With fewer, the samples cannot have "
+             "been timed separately, so the median, minimum and maximum are not those of the samples." << seen);
+      }
+      const cudaStream_t launched_on = kernels.empty() ? nullptr : kernels[0].stream;
+      for (const grader::TracedCall* r : records) {
+        if (r->stream != launched_on) {
+          FAIL("time_multiply_add recorded an event on " << grader::stream_text(r->stream) << " while the kernels "
+               "ran on " << grader::stream_text(launched_on) << ": an event times the work of its own stream." << seen);
+        }
+      }
     }
   }
   SECTION("invalid sample counts are errors") {
@@ -347,17 +444,17 @@ TEST_CASE("Task 3: time_multiply_add agrees with the helper library's event time
       if (!(student.min_ms > 0 && student.min_ms <= student.median_ms && student.median_ms <= student.max_ms)) {
         FAIL("the result is not a summary of positive times: expected 0 < min <= median <= max, got min "
              << student.min_ms << ", median " << student.median_ms << ", max " << student.max_ms
-             << " ms.\nHint: workbook::summarize_ms(times) fills all three from the samples.");
+             << " ms. workbook::summarize_ms(times) computes all three from the samples.");
       }
       if (grader::sanitize_mode()) continue;
       if (!agree) {
+        const std::string why = student.median_ms < helper.median_ms
+                                    ? grader::hint("timer-too-short", "too short: is the time read on the host before "
+                                                                      "the GPU finished (events synchronized?), or "
+                                                                      "converted from milliseconds by mistake?")
+                                    : std::string();
         FAIL("time_multiply_add's median is " << student.median_ms << " ms, but the helper library's event timer "
-             << "measures " << helper.median_ms << " ms for the same launch (n = " << n << ").\nHint: "
-             << (student.median_ms < 0.5 * helper.median_ms
-                     ? "too short: is the time read on the host before the GPU finished (events synchronized?), "
-                       "or converted from milliseconds by mistake?"
-                     : "too long: is it the total over all samples instead of the median of per-sample times, are "
-                       "warm-up launches or allocations inside the timed region, or is it in the wrong unit?"));
+             << "measures " << helper.median_ms << " ms for the same launch (n = " << n << ").\n" << why);
       }
       // kWarmup + kSamples launches really ran: the call cannot take less wall time than them.
       const double floor_ms = 0.8 * (kWarmup + kSamples) * helper.median_ms;

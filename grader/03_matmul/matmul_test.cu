@@ -10,8 +10,10 @@
 #include "matmul.hpp"
 
 #include "cublas_spy.hpp"
+#include "diagnosis.hpp"
 #include "grader.hpp"
 #include "output_matcher.hpp"
+#include "tracer.hpp"
 
 #include "workbook/workbook.hpp"
 
@@ -19,7 +21,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <exception>
+#include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -118,69 +123,214 @@ std::vector<Shape> correctness_shapes() {
   return shapes;
 }
 
-// Wrong elements of C described as a matrix: how many, where, and what that usually means
-// (\p tiled: for a kernel that works in tiles, so edge tiles are a suspect of their own).
-std::string matrix_errors(const Shape& s, const std::vector<float>& got, const std::vector<float>& want,
-                          const workbook::Tolerance& tol, bool tiled) {
-  std::size_t wrong = 0, unwritten = 0;
-  double worst_relative = 0;  // of the written wrong elements, against |C| + 1
-  int r0 = s.M, r1 = -1, c0 = s.N, c1 = -1;
+// Computes C = A * B for a Problem with the function under test, on the default stream.
+using Run = std::function<void(Problem&)>;
+
+// What the grader knows about how C was computed, for the diagnosis.
+struct Evidence {
+  Run run;              // recomputes C on any problem (empty: judge the shape in hand only)
+  bool tiled = false;   // works in kTile x kTile tiles of C, so edge tiles are a suspect of their own
+  dim3 block{0, 0, 0};  // the grader's own launch with a grid rounded up to whole blocks; x == 0: unknown
+};
+
+// The wrong elements of C, as a matrix.
+struct MatrixErrors {
+  std::size_t wrong = 0, unwritten = 0, nonfinite = 0;
+  double worst_relative = 0;             // of the written, finite wrong elements, against |C| + 1
+  int r0 = 0, r1 = -1, c0 = 0, c1 = -1;  // the rows and columns they span
+  bool all_in_edge_tiles = true;         // every one lies in the last, partial tile row or column
+  std::string first;                     // the first few, as "C[r][c]: expected E, got G" lines
+};
+
+bool close_enough(double got, double want, const workbook::Tolerance& tol) {
+  return std::isfinite(got) && std::abs(got - want) <= tol.abs + tol.rel * std::abs(want);
+}
+
+MatrixErrors compare_matrix(const Shape& s, const std::vector<float>& got, const std::vector<float>& want,
+                            const workbook::Tolerance& tol) {
+  MatrixErrors e;
+  e.r0 = s.M, e.c0 = s.N;
+  const int full_rows = s.M / kTile * kTile, full_cols = s.N / kTile * kTile;
   std::ostringstream first;
   for (int r = 0; r < s.M; ++r) {
     for (int c = 0; c < s.N; ++c) {
       const std::size_t i = std::size_t(r) * s.N + c;
       const bool unset = workbook::is_poison(got[i]);
-      const double error = std::abs(double(got[i]) - want[i]);
-      if (!unset && error <= tol.abs + tol.rel * std::abs(want[i])) continue;
-      if (wrong < 4) {
+      if (!unset && close_enough(got[i], want[i], tol)) continue;
+      if (e.wrong < 4) {
         first << "\n  C[" << r << "][" << c << "]: expected " << workbook::format_value(want[i]) << ", got "
               << workbook::format_value(got[i], unset);
       }
-      ++wrong;
-      unwritten += unset;
-      if (!unset) worst_relative = std::max(worst_relative, error / (std::abs(want[i]) + 1.0));
-      r0 = std::min(r0, r), r1 = std::max(r1, r), c0 = std::min(c0, c), c1 = std::max(c1, c);
+      ++e.wrong;
+      e.unwritten += unset;
+      if (!unset && !std::isfinite(got[i])) ++e.nonfinite;  // NaN is never "close", whatever its size
+      if (!unset && std::isfinite(got[i])) {
+        e.worst_relative = std::max(e.worst_relative, std::abs(double(got[i]) - want[i]) / (std::abs(want[i]) + 1.0));
+      }
+      if (r < full_rows && c < full_cols) e.all_in_edge_tiles = false;
+      e.r0 = std::min(e.r0, r), e.r1 = std::max(e.r1, r), e.c0 = std::min(e.c0, c), e.c1 = std::max(e.c1, c);
     }
   }
-  if (wrong == 0) return {};
-  std::ostringstream out;
-  out << wrong << " of " << std::size_t(s.M) * s.N << " elements of C are wrong (" << unwritten
-      << " never written), in rows " << r0 << ".." << r1 << " and columns " << c0 << ".." << c1
-      << " (tolerance " << tol.abs << " for K = " << s.K << ")." << first.str() << "\nHint: ";
-  const int full_rows = s.M / kTile * kTile, full_cols = s.N / kTile * kTile;
-  if (unwritten == wrong) {
-    out << "elements never written: does the grid cover all of C, is x the column (0 .. N-1) and y the row "
-           "(0 .. M-1), and is the bounds check row < M && col < N (not a return before a __syncthreads())?";
-  } else if (unwritten == 0 && worst_relative < 4e-3) {
-    out << "every wrong element is close, but further off than float32 rounding allows for this K: is the "
-           "arithmetic in lower precision, such as TF32 tensor-core math (CUBLAS_COMPUTE_32F_FAST_TF32, "
-           "CUBLAS_TF32_TENSOR_OP_MATH) or half-precision sums?";
-  } else if (tiled && (r0 >= full_rows || c0 >= full_cols)) {
-    out << "the wrong elements all lie in the partial tiles at the bottom or right edge of C. Every thread "
-           "loads its element of the A and B tiles, 0 past the edge of the matrix, even when its own element "
-           "of C is outside C: no early return, and every thread reaches every __syncthreads().";
-  } else {
-    out << "A[r][k] is A[r * K + k], B[k][c] is B[k * N + c] and C[r][c] is C[r * N + c]; the sum runs over "
-           "all K products. If the errors move from run to run, two warps race on shared memory: a "
-           "__syncthreads() is missing (./grade --sanitize 03 runs racecheck).";
+  e.first = first.str();
+  return e;
+}
+
+// True when \p got is C stored column-major (C[r][c] at got[c * M + r]): cuBLAS's layout.
+bool holds_transpose(const Shape& s, const std::vector<float>& got, const std::vector<float>& want,
+                     const workbook::Tolerance& tol) {
+  if (s.M == 1 || s.N == 1) return false;  // a vector reads the same either way
+  for (int r = 0; r < s.M; ++r) {
+    for (int c = 0; c < s.N; ++c) {
+      if (!close_enough(got[std::size_t(c) * s.M + r], want[std::size_t(r) * s.N + c], tol)) return false;
+    }
   }
+  return true;
+}
+
+// A shape with two full tiles and a partial one in each direction of C, and a partial K tile.
+const Shape kEdgeProbe{2 * kTile + 16, 2 * kTile + 8, kTile + 8};
+
+std::string edge_tile_hint(const std::string& where) {
+  return grader::hint("edge-tiles", where + " the wrong elements all lie in the partial tiles at the bottom or "
+                                            "right edge of C, and the full tiles are right. Every thread loads its "
+                                            "element of the A and B tiles, 0 past the edge of the matrix, even when "
+                                            "its own element of C is outside C: no early return, and every thread "
+                                            "reaches every __syncthreads().");
+}
+
+// True when \p evidence.run's output on \p s with \p got shows wrong elements only in the
+// partial tiles at the bottom and right edge of C; shapes without a full tile are judged on a
+// probe shape that has both. \p where receives the words that introduce the claim.
+bool only_edge_tiles_wrong(const Shape& s, const MatrixErrors& e, const Evidence& evidence, std::string& where) {
+  if (!evidence.tiled) return false;
+  if (s.M >= kTile && s.N >= kTile) {
+    where = "At this shape";
+    return e.all_in_edge_tiles;
+  }
+  if (!evidence.run) return false;
+  Problem probe(kEdgeProbe, "edge probe");
+  evidence.run(probe);
+  grader::synchronize("the edge-tile probe " + kEdgeProbe.str());
+  const MatrixErrors pe =
+      compare_matrix(kEdgeProbe, probe.C.download(), probe.expected(), workbook::float32_dot_tolerance(kEdgeProbe.K));
+  where = "This shape has no full tile, so the grader also ran " + kEdgeProbe.str() + ", where";
+  return pe.wrong > 0 && pe.all_in_edge_tiles;
+}
+
+// How many elements differ when \p evidence.run computes the same product again (up to three
+// times, stopping at the first difference): a race shows as results that change from run to
+// run. A race can also repeat itself exactly; then this proves nothing.
+std::size_t differences_between_runs(Problem& p, const std::vector<float>& got, const Evidence& evidence) {
+  std::size_t differ = 0;
+  for (int again = 0; again < 3 && differ == 0 && evidence.run; ++again) {
+    p.C.poison();
+    evidence.run(p);
+    grader::synchronize("the same product again, to compare two runs");
+    const std::vector<float> other = p.C.download();
+    for (std::size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &other[i], sizeof(float)) != 0;
+  }
+  return differ;
+}
+
+// Wrong elements of C described as a matrix: how many, where, and a hint only where the
+// evidence shows the cause, the most specific evidence first. May run \p evidence.run again
+// (the same inputs, or a probe shape).
+std::string matrix_errors(Problem& p, const std::vector<float>& got, const workbook::Tolerance& tol,
+                          const Evidence& evidence) {
+  const Shape& s = p.shape;
+  const std::vector<float>& want = p.expected();
+  const MatrixErrors e = compare_matrix(s, got, want, tol);
+  if (e.wrong == 0) return {};
+  std::ostringstream out;
+  out << e.wrong << " of " << std::size_t(s.M) * s.N << " elements of C are wrong (" << e.unwritten
+      << " never written";
+  if (e.nonfinite > 0) out << ", " << e.nonfinite << " NaN or infinite";
+  out << "), in rows " << e.r0 << ".." << e.r1 << " and columns " << e.c0 << ".." << e.c1 << " (tolerance "
+      << tol.abs << " for K = " << s.K << ")." << e.first << "\n";
+
+  std::string where;
+  if (only_edge_tiles_wrong(s, e, evidence, where)) {
+    out << edge_tile_hint(where);
+    return out.str();
+  }
+  if (const std::size_t differ = differences_between_runs(p, got, evidence); differ > 0) {
+    out << grader::hint("race", "the same inputs gave different results in two runs (" + std::to_string(differ) +
+                                    " elements differ between them): threads race. In a tiled kernel that is shared "
+                                    "memory with a __syncthreads() missing: after the loads (nobody reads a tile "
+                                    "before it is complete) or after the inner loop (nobody overwrites a tile another "
+                                    "warp still reads). ./grade --sanitize 03 runs racecheck, which names the line.");
+    return out.str();
+  }
+  if (e.nonfinite > 0) {
+    out << grader::hint("nan-outside-inputs",
+                        std::to_string(e.nonfinite) + " elements are NaN or infinite, yet A and B hold only numbers "
+                        "between -1 and 1: each came from reading memory that is not an element of A or B, past the "
+                        "end of A or B (the grader surrounds them with NaN) or shared memory that was never loaded. "
+                        "Check the bounds of every load: rows 0 .. M-1, columns 0 .. N-1, k 0 .. K-1.");
+    return out.str();
+  }
+  if (e.unwritten == e.wrong) {
+    if (evidence.block.x > 0) {
+      out << grader::hint("matrix-unwritten",
+                          "the launch had a thread for every element of C, yet these were never written: the row "
+                          "and column the threads compute do not reach them. Is x the column (0 .. N-1) and y the "
+                          "row (0 .. M-1), and does the check row < M && col < N guard only the store?");
+    } else {
+      out << "The wrong elements were never written.";
+    }
+    return out.str();
+  }
+  if (holds_transpose(s, got, want, tol)) {
+    out << grader::hint("transposed-result",
+                        "C holds the right values in transposed places: C[r][c] is at C[c * M + r], column-major, "
+                        "as cuBLAS writes a matrix. Row-major C = A * B is, to cuBLAS, column-major C^T = B^T * A^T: "
+                        "pass B first, then A, with m = N, n = M and leading dimensions N, K and N.");
+    return out.str();
+  }
+  if (e.unwritten == 0 && e.worst_relative < 4e-3) {
+    out << grader::hint("low-precision",
+                        "every wrong element is close, but further off than float32 rounding allows for this K: is "
+                        "the arithmetic in lower precision, such as TF32 tensor-core math "
+                        "(CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_TF32_TENSOR_OP_MATH) or half-precision sums?");
+    return out.str();
+  }
+  out << "A[r][k] is A[r * K + k], B[k][c] is B[k * N + c] and C[r][c] is C[r * N + c]; the sum runs over all K "
+         "products.";
   return out.str();
 }
 
-// Waits for the GPU and checks C; \p what names the call that computed it, \p tiled says it
-// works in tiles (so wrong edge tiles get their own hint).
-void check_product(Problem& p, const std::string& what, bool tiled = false) {
-  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+// Elements written past the end of C: could the launch's extra threads (row >= M or col >= N,
+// there because the grid is rounded up to whole blocks) have written them?
+std::string guard_errors(const Shape& s, const workbook::GuardReport& guards, std::size_t size,
+                         const Evidence& evidence) {
+  const std::string facts = guards.describe(size) + ".\n";
+  if (evidence.block.x > 0 && guards.written_before == 0) {
+    const long long rows = (s.M + evidence.block.y - 1) / evidence.block.y * evidence.block.y;
+    const long long cols = (s.N + evidence.block.x - 1) / evidence.block.x * evidence.block.x;
+    const long long reach = (rows - 1) * s.N + (cols - 1) - 1LL * s.M * s.N;  // the farthest index past the end
+    if ((rows > s.M || cols > s.N) && static_cast<long long>(guards.farthest_after) <= reach) {
+      return facts + grader::hint("matrix-writes-outside",
+                                  "the grid is rounded up to whole blocks, so threads with row >= M or col >= N "
+                                  "exist, and the writes past the end lie where those threads would write: check "
+                                  "row < M && col < N before the store.");
+    }
+  }
+  return facts + "Something wrote outside C.";
+}
+
+// Waits for the GPU and checks C; \p what names the call that computed it, \p evidence says
+// how it was computed (for the diagnosis).
+void check_product(Problem& p, const std::string& what, const Evidence& evidence = {}) {
+  grader::synchronize(what + " on " + p.shape.str());
   const grader::DeviceOutput out = grader::read_back(p.C);
   const workbook::Tolerance tol = workbook::float32_dot_tolerance(p.shape.K);
-  const std::string errors = matrix_errors(p.shape, out.values, p.expected(), tol, tiled);
-  if (errors.empty() && out.guards.intact()) return;
-  std::string guards;
+  const MatrixErrors e = compare_matrix(p.shape, out.values, p.expected(), tol);
+  if (e.wrong == 0 && out.guards.intact()) return;
+  std::string errors = e.wrong > 0 ? matrix_errors(p, out.values, tol, evidence) : std::string();
   if (!out.guards.intact()) {
-    guards = "\n" + out.guards.describe(out.values.size()) +
-             ".\nHint: a thread with row >= M or col >= N wrote to C: check both before the store.";
+    errors += (errors.empty() ? "" : "\n") + guard_errors(p.shape, out.guards, out.values.size(), evidence);
   }
-  FAIL(what << " computed a wrong C = A * B with M x N x K = " << p.shape.str() << ".\n" << errors << guards);
+  FAIL(what << " computed a wrong C = A * B with M x N x K = " << p.shape.str() << ".\n" << errors);
 }
 
 // True when \p run wrote no element of C on a small awkward shape: the untouched skeleton.
@@ -188,7 +338,7 @@ template <class Run>
 bool writes_nothing(Run run) {
   Problem p({17, 33, 127}, "probe");
   run(p);
-  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+  grader::synchronize("the first call, 17 x 33 x 127");
   const auto out = grader::read_back(p.C);
   return out.guards.intact() &&
          std::all_of(out.values.begin(), out.values.end(), [](float x) { return workbook::is_poison(x); });
@@ -214,17 +364,25 @@ void launch_tiled(Problem& p, cudaStream_t stream = nullptr, int extra_blocks = 
 
 // The same product again and again, on fresh inputs each time: a race on shared memory (a
 // missing __syncthreads()) corrupts a few elements in some runs and not in others.
-template <class Run>
-void check_fresh_runs(const std::string& what, Run run) {
+void check_fresh_runs(const std::string& what, const Evidence& evidence) {
   if (grader::sanitize_mode()) return;  // racecheck does this job there, on the small shapes
   for (const Shape s : {Shape{1024, 1024, 1024}, Shape{2048, 1536, 1056}}) {
     for (int attempt = 0; attempt < 4; ++attempt) {
       Problem p(s, what + " fresh run " + std::to_string(attempt));
       CAPTURE(s.str(), attempt);
-      run(p);
-      check_product(p, what + " (run " + std::to_string(attempt + 1) + " of 4 on fresh data)", true);
+      evidence.run(p);
+      check_product(p, what + " (run " + std::to_string(attempt + 1) + " of 4 on fresh data)", evidence);
     }
   }
+}
+
+// The evidence for the grader's launches of the lesson's kernels.
+Evidence naive_evidence(dim3 block) {
+  return {[block](Problem& q) { launch_naive(q, block); }, false, block};
+}
+
+Evidence tiled_evidence() {
+  return {[](Problem& q) { launch_tiled(q); }, true, dim3(kTile, kTile)};
 }
 
 // Times \p launch on the default stream: one probe launch, then warm-up and samples unless
@@ -324,7 +482,8 @@ TEST_CASE("Task 1: matmul_naive is correct for every shape and block shape", "[t
       CAPTURE(s.str(), block.x, block.y);
       p.C.poison();
       launch_naive(p, block);
-      check_product(p, "matmul_naive with blocks of " + std::to_string(block.x) + " x " + std::to_string(block.y));
+      check_product(p, "matmul_naive with blocks of " + std::to_string(block.x) + " x " + std::to_string(block.y),
+                    naive_evidence(block));
     }
   }
 }
@@ -333,7 +492,7 @@ TEST_CASE("Task 1: matmul_naive GFLOP/s at 4096^3", "[task_1][perf]") {
   grader::require_gpu();
   Problem p({kPerfSize, kPerfSize, kPerfSize}, "task 1 perf");
   launch_naive(p, dim3(32, 8));
-  check_product(p, "matmul_naive");
+  check_product(p, "matmul_naive", naive_evidence(dim3(32, 8)));
   workbook::TimingStats best;
   for (const dim3 block : {dim3(32, 8), dim3(16, 16), dim3(32, 32)}) {
     const auto stats = time_launch([&](cudaStream_t s) { launch_naive(p, block, s); });
@@ -351,25 +510,26 @@ TEST_CASE("Task 2: matmul_tiled is correct for every shape, tile multiple or not
     Problem p(s, "task 2");
     CAPTURE(s.str());
     launch_tiled(p);
-    check_product(p, "matmul_tiled", true);
+    check_product(p, "matmul_tiled", tiled_evidence());
   }
   SECTION("blocks entirely outside C write nothing") {
     Problem p({33, 65, 40}, "task 2 extra blocks");
     launch_tiled(p, nullptr, 2);
-    check_product(p, "matmul_tiled with 2 more blocks than needed in x and y", true);
+    check_product(p, "matmul_tiled with 2 more blocks than needed in x and y",
+                  Evidence{[](Problem& q) { launch_tiled(q, nullptr, 2); }, true, dim3(0, 0, 0)});
   }
 }
 
 TEST_CASE("Task 2: matmul_tiled gives the right C run after run on fresh data", "[task_2]") {
   grader::require_gpu();
-  check_fresh_runs("matmul_tiled", [](Problem& p) { launch_tiled(p); });
+  check_fresh_runs("matmul_tiled", tiled_evidence());
 }
 
 TEST_CASE("Task 2: matmul_tiled GFLOP/s at 4096^3", "[task_2][perf]") {
   grader::require_gpu();
   Problem p({kPerfSize, kPerfSize, kPerfSize}, "task 2 perf");
   launch_tiled(p);
-  check_product(p, "matmul_tiled", true);
+  check_product(p, "matmul_tiled", tiled_evidence());
   record_rate(p, time_launch([&](cudaStream_t s) { launch_tiled(p, s); }));
 }
 
@@ -381,22 +541,33 @@ TEST_CASE("Task 3: matmul_cublas is correct in FP32 for every shape", "[task_3]"
   }
   cublasMath_t mode_before = CUBLAS_DEFAULT_MATH, mode_after = CUBLAS_DEFAULT_MATH;
   cublasGetMathMode(h.handle, &mode_before);
+  const Evidence library{[&](Problem& q) {
+    matmul_cublas(h.handle, q.A.data(), q.B.data(), q.C.data(), q.shape.M, q.shape.N, q.shape.K);
+  }};
   for (const Shape& s : correctness_shapes()) {
     Problem p(s, "task 3");
     CAPTURE(s.str());
     grader::reset_cublas_calls();
-    matmul_cublas(h.handle, p.A.data(), p.B.data(), p.C.data(), s.M, s.N, s.K);
+    const auto trace = grader::trace([&] { library.run(p); });
     if (grader::cublas_gemm_calls() == 0) {
       FAIL("matmul_cublas computed C without calling a cuBLAS GEMM function: task 3 asks for the library "
-           "(cublasSgemm). Your own kernels are tasks 1, 2 and 4.");
+           "(cublasSgemm). Your own kernels are tasks 1, 2 and 4."
+           << (trace ? "\nWhat the grader saw on the GPU during the call:\n" + trace->describe() : std::string()));
     }
-    check_product(p, "matmul_cublas");
+    if (trace && trace->library_kernels().empty()) {
+      FAIL("matmul_cublas called a cuBLAS GEMM function, but no cuBLAS kernel ran: C came from elsewhere."
+           << "\nWhat the grader saw on the GPU during the call:\n" << trace->describe());
+    }
+    check_product(p, "matmul_cublas", library);
   }
   cublasGetMathMode(h.handle, &mode_after);
   if (mode_after != mode_before) {
+    const bool tf32 = (mode_after & CUBLAS_TF32_TENSOR_OP_MATH) != 0;
     FAIL("matmul_cublas changed the handle's math mode from " << int(mode_before) << " to " << int(mode_after)
-         << ".\nHint: task 3 asks for FP32 math on the handle as it is given; TF32 tensor-core math "
-            "(CUBLAS_TF32_TENSOR_OP_MATH) is faster and less accurate, which the lesson measures separately.");
+         << ".\n" << grader::hint("cublas-math-mode", std::string("task 3 uses the handle as it is given: the caller "
+                                   "chose its math mode, so matmul_cublas sets none (no cublasSetMathMode).") +
+                                   (tf32 ? " TF32 tensor-core math is faster and less accurate, which the lesson "
+                                           "measures separately." : "")));
   }
 }
 
@@ -411,17 +582,30 @@ TEST_CASE("Task 3: matmul_cublas uses the handle's stream and reports cuBLAS err
     cublasSetStream(h.handle, stream.get());
     p.C.poison();
     std::string error;
-    const int nodes = launches_captured_on(stream.get(), [&] {
-      matmul_cublas(h.handle, p.A.data(), p.B.data(), p.C.data(), 96, 80, 72);
-    }, error);
+    int nodes = 0;
+    const std::string calls = cublas_calls_during([&] {
+      nodes = launches_captured_on(stream.get(), [&] {
+        matmul_cublas(h.handle, p.A.data(), p.B.data(), p.C.data(), 96, 80, 72);
+      }, error);
+    });
+    const bool created_handle = calls.find("cublasCreate") != std::string::npos;
     WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
     cudaStream_t after = nullptr;
     cublasGetStream(h.handle, &after);
     if (nodes < 1 || after != stream.get() || !error.empty()) {
-      FAIL("matmul_cublas did not run on the stream set on its handle: captured launches " << nodes
-           << (after != stream.get() ? ", and the handle's stream was changed" : "") << error
-           << ".\nHint: cuBLAS runs on the handle's stream; do not call cublasSetStream, cublasCreate or "
-              "cudaDeviceSynchronize inside matmul_cublas.");
+      // The cause, where the evidence shows it: the handle's stream changed, or a handle of its own.
+      std::string why;
+      if (after != stream.get()) {
+        why = grader::hint("cublas-stream-changed", "the handle's stream was changed from the caller's to " +
+                                                        grader::stream_text(after) + ": matmul_cublas must not call "
+                                                        "cublasSetStream; cuBLAS runs on the handle's stream.");
+      } else if (created_handle) {
+        why = grader::hint("cublas-own-handle", "matmul_cublas called cublasCreate: a handle of its own runs on "
+                                                "the default stream, not on the stream the caller set on the handle "
+                                                "it was given. Use the handle passed in.");
+      }
+      FAIL("matmul_cublas did not run on the stream set on its handle: captured launches " << nodes << error << ".\n"
+           << why);
     }
     check_product(p, "matmul_cublas on a stream");
   }
@@ -435,8 +619,10 @@ TEST_CASE("Task 3: matmul_cublas uses the handle's stream and reports cuBLAS err
     (void)cudaGetLastError();
     if (!threw) {
       FAIL("matmul_cublas(M = -1) returned as if it had worked, but cublasSgemm rejects it with "
-           "CUBLAS_STATUS_INVALID_VALUE.\nHint: compare the status cublasSgemm returns with CUBLAS_STATUS_SUCCESS "
-           "and throw (std::runtime_error, with cublasGetStatusString(status) in the message) when it differs.");
+           "CUBLAS_STATUS_INVALID_VALUE.\n" << grader::hint("cublas-status-unchecked", "cuBLAS reports errors by "
+           "its return value, not by exceptions: compare the status cublasSgemm returns with "
+           "CUBLAS_STATUS_SUCCESS and throw (std::runtime_error, with cublasGetStatusString(status) in the message) "
+           "when it differs."));
     }
   }
 }
@@ -459,22 +645,36 @@ TEST_CASE("Task 4: matmul_challenge is a correct hand-written kernel for every s
   const auto challenge = [](Problem& p, cudaStream_t stream = nullptr) {
     matmul_challenge(p.A.data(), p.B.data(), p.C.data(), p.shape.M, p.shape.N, p.shape.K, stream);
   };
+  // Two witnesses: the link-time spy names the cuBLAS functions called, the tracer sees the
+  // kernels that ran, whichever entry point launched them.
   std::string calls;
   bool empty = false;
-  calls = cublas_calls_during([&] { empty = writes_nothing([&](Problem& p) { challenge(p); }); });
-  if (empty && calls.empty()) {
+  std::optional<grader::Trace> trace;
+  calls = cublas_calls_during([&] {
+    trace = grader::trace([&] { empty = writes_nothing([&](Problem& p) { challenge(p); }); });
+  });
+  const bool library_ran = trace && !trace->library_kernels().empty();
+  if (empty && calls.empty() && !library_ran) {
     grader::not_implemented(std::string("matmul_challenge wrote no element of C (TODO(task 4) in ") + kExercise +
                             "); it is optional");
   }
-  if (!calls.empty()) {
-    FAIL("matmul_challenge called cuBLAS (" << calls << "): task 4 asks for a hand-written kernel, so it scores "
-         "nothing. cuBLAS belongs in task 3.");
+  if (!calls.empty() || library_ran) {
+    FAIL("matmul_challenge " << (calls.empty() ? std::string("ran a library's kernels") : "called cuBLAS (" + calls + ")")
+         << ": task 4 asks for a hand-written kernel, so it scores nothing. cuBLAS belongs in task 3."
+         << (trace ? "\nWhat the grader saw on the GPU during the call:\n" + trace->describe() : std::string()));
   }
+  const Evidence own{[&](Problem& q) { challenge(q); }, true};
   for (const Shape& s : correctness_shapes()) {
     Problem p(s, "task 4");
     CAPTURE(s.str());
-    challenge(p);
-    check_product(p, "matmul_challenge", true);
+    const auto trace = grader::trace([&] { own.run(p); });
+    // Kernel by kernel: whatever entry point it came through, a library's kernel is not yours.
+    if (trace && !trace->library_kernels().empty()) {
+      FAIL("matmul_challenge ran kernels of a library (" << grader::launch_text(trace->library_kernels()[0])
+           << ", launched by " << trace->library_kernels()[0].launched_by << "): task 4 asks for a hand-written "
+           "kernel, so it scores nothing.\nWhat the grader saw on the GPU during the call:\n" << trace->describe());
+    }
+    check_product(p, "matmul_challenge", own);
   }
   SECTION("pointers that are not 16-byte aligned") {
     // Sub-matrices one float into their allocations: float4 loads from them would fault.
@@ -485,7 +685,7 @@ TEST_CASE("Task 4: matmul_challenge is a correct hand-written kernel for every s
     WORKBOOK_CUDA_CHECK(cudaMemcpy(b.data() + 1, p.B.data(), p.B.size() * sizeof(float), cudaMemcpyDeviceToDevice));
     matmul_challenge(a.data() + 1, b.data() + 1, c.data() + 1, s.M, s.N, s.K);
     WORKBOOK_CUDA_CHECK(cudaMemcpy(p.C.data(), c.data() + 1, p.C.size() * sizeof(float), cudaMemcpyDeviceToDevice));
-    check_product(p, "matmul_challenge on pointers offset by one float", true);
+    check_product(p, "matmul_challenge on pointers offset by one float");
   }
   SECTION("it launches on the stream it is given") {
     Problem p({130, 260, 100}, "task 4 stream");
@@ -494,13 +694,16 @@ TEST_CASE("Task 4: matmul_challenge is a correct hand-written kernel for every s
     const int nodes = launches_captured_on(stream.get(), [&] { challenge(p, stream.get()); }, error);
     WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
     if (nodes < 1 || !error.empty()) {
-      FAIL("matmul_challenge(..., stream) launched nothing on that stream (captured launches: "
-           << nodes << ")" << error << ".\nHint: kernel<<<grid, block, 0, stream>>>(...), and no synchronization "
-           "inside matmul_challenge.");
+      // Nothing captured and nothing failed: the launch went to another stream.
+      FAIL("matmul_challenge(..., stream) launched nothing on that stream (captured launches: " << nodes << ")"
+           << error << ".\n"
+           << (error.empty() ? grader::hint("challenge-stream", "the stream given is the fourth launch parameter: "
+                                                                "kernel<<<grid, block, 0, stream>>>(...).")
+                             : std::string()));
     }
-    check_product(p, "matmul_challenge on a stream", true);
+    check_product(p, "matmul_challenge on a stream", own);
   }
-  check_fresh_runs("matmul_challenge", [&](Problem& p) { challenge(p); });
+  check_fresh_runs("matmul_challenge", own);
 }
 
 TEST_CASE("Task 4: matmul_challenge GFLOP/s at 4096^3", "[task_4][perf]") {
@@ -511,6 +714,6 @@ TEST_CASE("Task 4: matmul_challenge GFLOP/s at 4096^3", "[task_4][perf]") {
   };
   const std::string calls = cublas_calls_during([&] { run(nullptr); });
   if (!calls.empty()) FAIL("matmul_challenge called cuBLAS (" << calls << "): not timed.");
-  check_product(p, "matmul_challenge", true);
+  check_product(p, "matmul_challenge");
   record_rate(p, time_launch(run));
 }

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import List, Optional
 
@@ -112,19 +112,35 @@ def load_manifest(path: Path) -> List[Lesson]:
 
 def select_lessons(lessons: List[Lesson], selectors: List[str]) -> List[Lesson]:
     """The lessons named by number ("1", "01"), slug ("01_vector_add") or name
-    ("vector_add", "vector-add"); all of them when no selector is given."""
+    ("vector_add", "vector-add"); all of them when no selector is given. "03.2" names task 2
+    of lesson 03 alone: the lesson comes back with that task only (several such selectors of
+    one lesson add up)."""
     if not selectors:
         return list(lessons)
-    chosen = []
+    chosen: List[Lesson] = []
+    tasks_of = {}  # slug -> task ids asked for; None: the whole lesson
     for selector in selectors:
         key = selector.strip().lower().replace("-", "_").rstrip("/")
         key = key.split("/")[-1]
+        task_id = None
+        task_part = re.match(r"^(\d+)\.(\d+)$", key)
+        if task_part:
+            key, task_id = task_part.group(1), int(task_part.group(2))
         match = [l for l in lessons
                  if key in (l.slug, l.name) or (key.isdigit() and int(key) == l.number)]
         if not match:
             known = ", ".join(l.slug for l in lessons)
             raise ManifestError(f"no lesson matches {selector!r}; the lessons are: {known}")
         for lesson in match:
+            if task_id is not None and task_id not in [t.id for t in lesson.tasks]:
+                raise ManifestError(f"lesson {lesson.slug} has no task {task_id}; its tasks are "
+                                    + ", ".join(str(t.id) for t in lesson.tasks))
             if lesson not in chosen:
                 chosen.append(lesson)
-    return chosen
+                tasks_of[lesson.slug] = set() if task_id is not None else None
+            if task_id is None:
+                tasks_of[lesson.slug] = None
+            elif tasks_of[lesson.slug] is not None:
+                tasks_of[lesson.slug].add(task_id)
+    return [l if tasks_of[l.slug] is None else replace(l, tasks=[t for t in l.tasks if t.id in tasks_of[l.slug]])
+            for l in chosen]

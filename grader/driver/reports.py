@@ -78,7 +78,7 @@ def gradescope_results(run: GradeRun) -> dict:
                 output = f"{STATUS_LABELS[c.status]}: {c.summary}"
                 if c.details:
                     output += "\n\n" + c.details.strip()
-                extra = {"status": c.status, "metrics": c.metrics}
+                extra = {"status": c.status, "metrics": c.metrics, **c.extra_data}
                 if task.optional:  # extra credit: Gradescope adds the score and not the maximum
                     extra.update(optional=True, points=c.max_score)
                 tests.append({

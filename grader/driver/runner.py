@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 
 @dataclass
@@ -31,6 +31,13 @@ class PhaseResult:
     sanitizer_errors: int = 0
     sanitizer_findings: List[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    pid: Optional[int] = None  # of the grader program (nvidia-smi lists it while it runs)
+    # The GPU waits the tests reported (grader::synchronize): how long each finished one took,
+    # and the one still open when the program ended, as (what it waited for, seconds since the
+    # program started). A test stopped at its deadline shows with them whether one launch never
+    # finished or the checks were merely slow.
+    wait_durations_s: List[float] = field(default_factory=list)
+    open_wait: Optional[Tuple[str, float]] = None
 
     @property
     def killed_by(self) -> Optional[str]:
@@ -58,7 +65,12 @@ def parse_records(text: str, result: PhaseResult) -> None:
         except ValueError:
             continue  # a line cut short by a crash
         event = record.get("event")
-        if event == "start":
+        if event == "wait":
+            result.open_wait = (record.get("what", ""), float(record.get("t", 0.0)))
+        elif event == "waited" and result.open_wait is not None:
+            result.wait_durations_s.append(max(0.0, float(record.get("t", 0.0)) - result.open_wait[1]))
+            result.open_wait = None
+        elif event == "start":
             open_test = record.get("test")
         elif event == "end":
             result.records.append(record)
@@ -113,6 +125,7 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
             os.killpg(process.pid, signal.SIGKILL)
             output, _ = process.communicate()
         result.elapsed_s = time.monotonic() - start
+        result.pid = process.pid
         result.returncode = process.returncode
         text = output.decode("utf-8", errors="replace")
         result.output_tail = "\n".join(text.splitlines()[-25:])

@@ -5,11 +5,17 @@ marks), the untouched exercises (all "not implemented yet") and each broken vari
 lesson 01 (caught, with the right diagnosis). With --sanitize, the same under compute-sanitizer.
 
 Expectations: {"<lesson slug>": {"<task id>": {"correctness": STATUS or
-{"status": STATUS, "contains": [text that must appear in the verdict]}, "performance": ...}}}
+{"status": STATUS, "contains": [text that must appear in the verdict], "hints": [hint ids]},
+"performance": ...}}}
+
+Hints: every verdict's "Hint [id]" labels must be exactly the "hints" listed for it (none when
+none are listed), in every component of the run, so the suite shows both that each hint fires
+where its cause is and that it fires nowhere else.
 
 Exit codes: 0 as expected, 1 not as expected, 77 no GPU (ctest reports it as skipped)."""
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -19,12 +25,27 @@ ROOT = Path(__file__).resolve().parents[2]
 SKIP = 77
 
 
+HINT_ID = re.compile(r"Hint \[([a-z0-9-]+)\]")
+
+
+def hint_ids(text: str) -> list:
+    """The ids of the evidence-backed hints in a verdict, sorted, each once."""
+    return sorted(set(HINT_ID.findall(text)))
+
+
 def check(results: dict, expected: dict) -> list:
     by_key = {}
     for test in results["tests"]:
         slug, task_tag, kind = test["tags"]
         by_key[(slug, task_tag.split("_")[1], kind)] = test
     problems = []
+    # Hints: exactly those expected, in every component (listed or not).
+    for (slug, task_id, kind), test in by_key.items():
+        want = expected.get(slug, {}).get(task_id, {}).get(kind, {})
+        want_hints = sorted(set(want.get("hints", []))) if isinstance(want, dict) else []
+        got_hints = hint_ids(test["output"])
+        if got_hints != want_hints:
+            problems.append(f"{slug} task {task_id} {kind}: hints {got_hints}, expected {want_hints}:\n{test['output']}")
     for slug, tasks in expected.items():
         for task_id, kinds in tasks.items():
             for kind, want in kinds.items():

@@ -25,6 +25,19 @@ class ManifestTest(unittest.TestCase):
             self.assertEqual([l.slug for l in select_lessons(lessons, [selector])], ["01_vector_add"], selector)
         self.assertEqual(len(select_lessons(lessons, [])), 1)
 
+    def test_one_task_is_chosen_as_lesson_dot_task(self):
+        lessons = parse_manifest(MANIFEST)
+        [only_2] = select_lessons(lessons, ["01.2"])
+        self.assertEqual([t.id for t in only_2.tasks], [2])
+        self.assertEqual(only_2.max_points, 4)
+        [both] = select_lessons(lessons, ["01.2", "1.1"])
+        self.assertEqual([t.id for t in both.tasks], [1, 2])
+        [whole] = select_lessons(lessons, ["01.2", "01"])
+        self.assertEqual(len(whole.tasks), 2)
+        self.assertEqual(len(lessons[0].tasks), 2)  # the manifest's lesson is left as it was
+        with self.assertRaisesRegex(ManifestError, "no task 7; its tasks are 1, 2"):
+            select_lessons(lessons, ["01.7"])
+
     def test_an_unknown_lesson_names_the_known_ones(self):
         with self.assertRaisesRegex(ManifestError, "no lesson matches 'matmul'.*01_vector_add"):
             select_lessons(parse_manifest(MANIFEST), ["matmul"])

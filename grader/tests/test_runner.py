@@ -60,6 +60,17 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(r.records, [])
         self.assertEqual(r.unfinished_test, "a")
 
+    def test_gpu_waits_are_timed_and_the_open_one_is_kept(self):
+        r = PhaseResult()
+        parse_records("\n".join([
+            '{"event": "start", "test": "a", "tags": [], "t": 0.1}',
+            '{"event": "wait", "test": "a", "tags": [], "what": "first", "t": 0.5}',
+            '{"event": "waited", "test": "a", "tags": [], "t": 0.75}',
+            '{"event": "wait", "test": "a", "tags": [], "what": "second", "t": 1.0}']), r)
+        self.assertEqual(r.wait_durations_s, [0.25])
+        self.assertEqual(r.open_wait, ("second", 1.0))
+        self.assertEqual(r.unfinished_test, "a")
+
     def test_sanitizer_findings_and_error_count(self):
         r = PhaseResult()
         parse_sanitizer_output(textwrap.dedent("""\

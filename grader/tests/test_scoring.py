@@ -36,6 +36,30 @@ class CorrectnessTest(unittest.TestCase):
         self.assertIn("timed out after 30 s", r.summary)
         self.assertIn("Task 1: correct", r.summary)
 
+    def test_a_launch_that_never_finished_is_called_stuck(self):
+        # Five quick waits, then one open from t = 2 s until the kill at 30 s.
+        r = self.judge(phase(timed_out=True, timeout_s=30, elapsed_s=30.0, wait_durations_s=[0.01] * 5,
+                             open_wait=("vector_add_grid_stride on n = 1000", 2.0)))
+        self.assertIn("Hint [timeout-stuck]", r.details)
+        self.assertIn("vector_add_grid_stride on n = 1000", r.details)
+        self.assertIn("for the last 28.0 s", r.details)
+        self.assertNotIn("timeout-slow", r.details)
+
+    def test_slow_checks_that_kept_finishing_are_called_slow_not_stuck(self):
+        # Twenty waits of 1.4 s each, the last one open for 1 s when the limit hit.
+        r = self.judge(phase(timed_out=True, timeout_s=30, elapsed_s=30.0, wait_durations_s=[1.4] * 20,
+                             open_wait=("multiply_add on n = 1000003", 29.0)))
+        self.assertIn("Hint [timeout-slow]", r.details)
+        self.assertIn("20 GPU waits had finished", r.details)
+        self.assertNotIn("timeout-stuck", r.details)
+
+    def test_a_timeout_without_wait_records_names_no_cause(self):
+        r = self.judge(phase(timed_out=True, timeout_s=30, elapsed_s=30.0))
+        self.assertEqual(r.details.split("\nHint 1")[0], "The test did not finish within 30 s.")
+        # A long first wait that is short of half the limit is not called stuck either.
+        r = self.judge(phase(timed_out=True, timeout_s=30, elapsed_s=30.0, open_wait=("x", 20.0)))
+        self.assertNotIn("Hint [", r.details.split("\nHint 1")[0])
+
     def test_an_illegal_address_is_a_crash_with_the_sanitizer_hint(self):
         r = self.judge(phase(("failed", ["threw: x.cu:9: cudaMemcpy failed: cudaErrorIllegalAddress (an illegal "
                                          "memory access was encountered)"], {})))

@@ -15,14 +15,17 @@ __global__ void multiply_add(const float* x1, const float* x2, float b, float* y
 /// A launch configuration for multiply_add.
 struct LaunchConfig {
   int block = 256;  ///< threads per block: 1 .. the device's maximum (1024)
-  int grid = 0;     ///< blocks in the grid; 0 means "auto": the launcher chooses
+  int grid = 0;     ///< blocks in the grid; 0 means "auto": the launcher chooses (see launch_multiply_add)
 };
 
 /// Task 2: launches multiply_add on \p stream with \p config (device pointers). An invalid
 /// configuration (a block of 0 or 2048 threads, a negative grid, a negative n) throws an
 /// exception (std::invalid_argument, or workbook::CudaError from the launch check) whose
 /// message says what was wrong; it never returns as if the launch had happened. n == 0
-/// launches nothing. Returns without waiting for the kernel to finish.
+/// launches nothing. An auto grid (config.grid == 0) has at most (n + block - 1) / block blocks,
+/// so no block is without work, and at least the smaller of that and the SM count, so every SM
+/// has work when n allows (a full wave, capped at what n needs, is one such grid). Returns
+/// without waiting for the kernel to finish.
 void launch_multiply_add(const float* x1, const float* x2, float b, float* y, int n, LaunchConfig config,
                          cudaStream_t stream = nullptr);
 

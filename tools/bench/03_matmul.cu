@@ -9,6 +9,10 @@
 // (lesson 02 covers them), but the baselines are treated like lesson 02's transfers: they do
 // not depend on the code swept, so --no-transfers leaves them out, and ./sweep passes it to
 // every run after the first that succeeded: they appear once in the CSV.
+//
+// Each function is announced ("# checking OP", "# measuring OP n=N ...") before it runs. One
+// that crashes takes the process with it (an illegal address breaks the CUDA context for good),
+// so ./sweep names it from the last announcement and runs this again with --skip OP.
 #include "matmul.hpp"
 #include "sweep.hpp"
 
@@ -101,6 +105,11 @@ bool computes_the_product(const Gemm& run, cublasHandle_t fp32, std::string& why
     WORKBOOK_CHECK_LAUNCH();
     WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
   } catch (const std::exception& e) {
+    // A kernel that crashed (an illegal address, say) leaves an error that every later CUDA
+    // call returns: nothing else can be checked or timed in this process, so end it here,
+    // while the last announcement still names this function. Other errors were cleared.
+    (void)cudaGetLastError();
+    if (cudaDeviceSynchronize() != cudaSuccess) throw;
     why = e.what();
     return false;
   }
@@ -141,7 +150,11 @@ int main(int argc, char** argv) {
     Handle fp32(CUBLAS_DEFAULT_MATH), tf32(CUBLAS_TF32_TENSOR_OP_MATH), student(CUBLAS_DEFAULT_MATH);
     // Only what computes the right product is timed; the rest is named and left out.
     std::vector<Kernel> kernels;
+    bool checked = false;
     for (const Kernel& k : lesson_kernels(options.blocks, student.h)) {
+      if (options.skips(k.operation)) continue;
+      bench::announce_check(k.operation);
+      checked = true;
       std::string why;
       if (computes_the_product(k.run, fp32.h, why)) {
         kernels.push_back(k);
@@ -150,12 +163,17 @@ int main(int argc, char** argv) {
                      options.implementation.c_str(), why.c_str());
       }
     }
-    if (kernels.empty()) {
+    if (checked && kernels.empty()) {
       std::fprintf(stderr, "%s: none of the lesson's functions computes C = A * B (%s), so nothing was timed.\n"
                            "./grade 03 tells what is wrong.\n", argv[0], options.implementation.c_str());
       return bench::kExitIncorrect;
     }
-    const bool baselines = options.transfers;  // see the top of this file
+    std::vector<std::pair<std::string, cublasHandle_t>> baselines;  // see the top of this file
+    if (options.transfers) {
+      for (const auto& baseline : {std::pair{"cublas_fp32", fp32.h}, std::pair{"cublas_tf32", tf32.h}}) {
+        if (!options.skips(baseline.first)) baselines.emplace_back(baseline);
+      }
+    }
     const bench::RunInfo info = bench::run_info();
 
     std::vector<int> sizes;
@@ -166,7 +184,7 @@ int main(int argc, char** argv) {
         sizes.push_back(static_cast<int>(n));
       }
     }
-    bench::begin_output(sizes.size() * (kernels.size() + (baselines ? 2 : 0)));
+    bench::begin_output(sizes.size() * (kernels.size() + baselines.size()));
 
     for (const int n : sizes) {
       const std::size_t elements = std::size_t(n) * n;
@@ -185,6 +203,7 @@ int main(int argc, char** argv) {
         row.grid = grid;
         row.bytes = 3.0 * elements * sizeof(float);  // the least traffic: read A and B once, write C once
         row.flops = 2.0 * n * double(n) * n;          // a multiply and an add per term of each dot product
+        bench::announce(row);
         row.stats = bench::time_measurement(
             [&](cudaStream_t s) { run(A.data(), B.data(), C.data(), n, n, n, s); }, options);
         bench::emit(row, info);
@@ -192,12 +211,10 @@ int main(int argc, char** argv) {
       for (const Kernel& k : kernels) {
         measure(options.implementation, k.operation, k.grid_mode, k.block, k.grid(n, n), k.run);
       }
-      if (baselines) {
-        for (const auto& [operation, handle] : {std::pair{"cublas_fp32", fp32.h}, std::pair{"cublas_tf32", tf32.h}}) {
-          const cublasHandle_t h = handle;
-          measure("cuBLAS", operation, "own", 0, 0, [h](const float* A, const float* B, float* C, int M, int N, int K,
-                                                        cudaStream_t s) { library_gemm(h, A, B, C, M, N, K, s); });
-        }
+      for (const auto& [operation, handle] : baselines) {
+        const cublasHandle_t h = handle;
+        measure("cuBLAS", operation, "own", 0, 0, [h](const float* A, const float* B, float* C, int M, int N, int K,
+                                                      cudaStream_t s) { library_gemm(h, A, B, C, M, N, K, s); });
       }
     }
     return 0;

@@ -13,7 +13,8 @@ For a compute-bound lesson such as 03_matmul (rows for cuBLAS FP32):
                         cuBLAS FP32 and TF32 measured in the same run
   fraction_of_cublas    each function's share of cuBLAS FP32 at the largest N, student beside
                         reference
-Each is written as PNG and as PDF (or SVG), with the GPU's name and the units on it.
+Each is written as PNG and as PDF (or SVG), with the GPU's name and the units on it, and,
+when ./sweep left functions out because they crashed or hung, their names in the footnote.
 Exit codes: 0 written; 2 the CSV is not a sweep CSV (the message says why); 3 matplotlib
 is missing."""
 from __future__ import annotations
@@ -22,10 +23,10 @@ import argparse
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep_schema import CsvError, TRANSFERS, is_transfer, read_sweep  # noqa: E402
+from sweep_schema import CsvError, TRANSFERS, is_transfer, left_out, read_sweep  # noqa: E402
 
 EXIT_OK, EXIT_BAD_CSV, EXIT_NO_MATPLOTLIB = 0, 2, 3
 IMPLEMENTATION_ORDER = ("student", "reference")
@@ -65,8 +66,10 @@ def best_per_n(rows: List[Dict], implementation: str) -> List[Dict]:
 class Figures:
     """Draws one lesson's figures from its rows and saves each in two formats."""
 
-    def __init__(self, plt, rows: List[Dict], out_dir: Path, vector_format: str, grid_mode: Optional[str]):
+    def __init__(self, plt, rows: List[Dict], out_dir: Path, vector_format: str, grid_mode: Optional[str],
+                 left_out_notes: Sequence[Dict[str, str]] = ()):
         self.plt, self.rows, self.out_dir, self.vector_format = plt, rows, out_dir, vector_format
+        self.left_out = left_out_notes
         self.kernels = [r for r in rows if not is_transfer(r)]
         self.transfers = [r for r in rows if is_transfer(r)]
         first = self.kernels[0]
@@ -79,8 +82,11 @@ class Figures:
 
     def _finish(self, fig, name: str, title: str) -> None:
         fig.suptitle(f"{title}\n{self.gpu}", fontsize=10)
-        fig.text(0.99, -0.01, f"{self.lesson}, swept {self.date}; median of the samples, bars from min to max",
-                 ha="right", va="top", fontsize=6, color="0.4")
+        footnote = f"{self.lesson}, swept {self.date}; median of the samples, bars from min to max"
+        if self.left_out:  # a missing line is then no mystery: "student matmul_challenge (crashed)"
+            footnote += "\nleft out: " + ", ".join(f"{n['implementation']} {n['operation']} "
+                                                   f"({n['why'].split()[0].rstrip(':')})" for n in self.left_out)
+        fig.text(0.99, -0.01, footnote, ha="right", va="top", fontsize=6, color="0.4")
         for ext in ("png", self.vector_format):
             path = self.out_dir / f"{self.lesson}_{name}.{ext}"
             fig.savefig(path)
@@ -304,19 +310,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     for path, rows in tables:
         out_dir = args.out or path.parent / "figures"
         out_dir.mkdir(parents=True, exist_ok=True)
+        notes = left_out(path)
+        if notes:
+            print(f"plot: {path} leaves out " + ", ".join(f"{n['implementation']} {n['operation']}" for n in notes)
+                  + " (crashed or hung: the notes at its end say why)")
         by_lesson = defaultdict(list)
         for r in rows:
             by_lesson[r["lesson"]].append(r)
         for lesson, lesson_rows in by_lesson.items():
             if is_compute_bound(lesson_rows):
-                figures = GflopsFigures(plt, lesson_rows, out_dir, args.format, args.grid_mode)
+                figures = GflopsFigures(plt, lesson_rows, out_dir, args.format, args.grid_mode, notes)
                 figures.gflops_vs_n()
                 if not figures.fraction_of_cublas():
                     print(f"plot: {path} has no cuBLAS FP32 row at the largest N: no fraction_of_cublas figure")
                 for written in figures.written:
                     print(f"wrote {written}")
                 continue
-            figures = Figures(plt, lesson_rows, out_dir, args.format, args.grid_mode)
+            figures = Figures(plt, lesson_rows, out_dir, args.format, args.grid_mode, notes)
             figures.time_vs_n()
             figures.bandwidth_vs_block()
             figures.student_vs_reference()

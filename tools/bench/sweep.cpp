@@ -76,13 +76,18 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
   options.grid_modes = defaults.grid_modes;
   const std::string usage =
       "usage: " + program + " [--implementation NAME] [--sizes N,N,...] [--blocks B,B,...] [--grids MODE,...]\n"
-      "       [--warmup N] [--samples N] [--no-transfers] [--print-header]\n"
+      "       [--warmup N] [--samples N] [--no-transfers] [--skip OP,...] [--print-header]\n"
       "Times lesson " + lesson + " for every size x block size x grid mode and prints one CSV row per\n"
-      "measurement to stdout (./sweep runs this for you and writes the file).\n"
+      "measurement to stdout (./sweep runs this for you and writes the file). Before each check and\n"
+      "each measurement it prints a line '# checking OP' or '# measuring OP n=N ...': after a crash\n"
+      "or a hang, the last one names the function, and ./sweep runs it again with --skip OP.\n"
       "  --sizes      problem sizes (default 1e4 .. 1e8 in half decades; clipped to the GPU's free memory)\n"
       "  --blocks     threads per block (default 32,64,128,256,512,1024)\n"
       "  --grids      grid modes: " + join(defaults.grid_modes) + "\n"
-      "  --implementation  the CSV's implementation column (default student)\n";
+      "  --implementation  the CSV's implementation column (default student)\n"
+      "  --no-transfers    no host-device copies (and no library baselines, in lessons that have them)\n"
+      "  --skip OP,...     leave these operations out: not checked, not timed (may be repeated)\n"
+      "  --print-header    print the CSV header and stop (needs no GPU)\n";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -115,6 +120,8 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
       options.transfers = false;
     } else if (arg == "--print-header") {
       options.print_header = true;
+    } else if (arg == "--skip") {
+      for (const auto& operation : split(value())) options.skip.push_back(operation);
     } else {
       usage_error(program, "unknown argument '" + arg + "'");
     }
@@ -123,6 +130,10 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
     usage_error(program, "--sizes, --blocks and --grids need at least one value each");
   }
   return options;
+}
+
+bool Options::skips(const std::string& operation) const {
+  return std::find(skip.begin(), skip.end(), operation) != skip.end();
 }
 
 const std::vector<std::string>& sweep_columns() {
@@ -174,6 +185,24 @@ void emit(const Row& row, const RunInfo& info) {
   std::fflush(stdout);
 }
 
+void announce_check(const std::string& operation) {
+  std::printf("# checking %s\n", operation.c_str());
+  std::fflush(stdout);  // out before the check runs: it may be the last line the program prints
+}
+
+void announce(const Row& row) {
+  std::string line = "# measuring " + row.operation + " n=" + std::to_string(row.n);
+  if (row.block > 0) line += " block=" + std::to_string(row.block);
+  if (!row.grid_mode.empty()) line += " grid=" + row.grid_mode;
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);  // out before the measurement runs: it may be the last line the program prints
+}
+
+const std::vector<std::string>& transfer_operations() {
+  static const std::vector<std::string> operations{"h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned"};
+  return operations;
+}
+
 workbook::TimingStats time_measurement(const std::function<void(cudaStream_t)>& work, const Options& options) {
   workbook::TimingOptions probe;
   probe.warmup = 1;
@@ -187,7 +216,8 @@ workbook::TimingStats time_measurement(const std::function<void(cudaStream_t)>& 
   return workbook::time_on_device(work, timing);
 }
 
-std::vector<Row> measure_transfers(const std::string& lesson, std::size_t n, int in_arrays, int out_arrays) {
+std::vector<Row> measure_transfers(const std::string& lesson, std::size_t n, int in_arrays, int out_arrays,
+                                   const Options& options) {
   const std::size_t bytes_in = static_cast<std::size_t>(in_arrays) * n * sizeof(float);
   const std::size_t bytes_out = static_cast<std::size_t>(out_arrays) * n * sizeof(float);
   workbook::DeviceBuffer<unsigned char> device_in(bytes_in), device_out(bytes_out);
@@ -195,26 +225,29 @@ std::vector<Row> measure_transfers(const std::string& lesson, std::size_t n, int
   std::vector<unsigned char> pageable_in(bytes_in, 1), pageable_out(bytes_out, 2);  // touched: pages exist
   std::fill(pinned_in.data(), pinned_in.data() + bytes_in, 1);
 
-  workbook::TimingOptions options;
-  options.warmup = 1;
-  options.samples = n <= 1000000 ? 10 : 5;
-  struct Copy { const char* operation; void* dst; const void* src; std::size_t bytes; cudaMemcpyKind kind; };
-  const Copy copies[] = {
-      {"h2d_pageable", device_in.data(), pageable_in.data(), bytes_in, cudaMemcpyHostToDevice},
-      {"h2d_pinned", device_in.data(), pinned_in.data(), bytes_in, cudaMemcpyHostToDevice},
-      {"d2h_pageable", pageable_out.data(), device_out.data(), bytes_out, cudaMemcpyDeviceToHost},
-      {"d2h_pinned", pinned_out.data(), device_out.data(), bytes_out, cudaMemcpyDeviceToHost},
+  workbook::TimingOptions timing;
+  timing.warmup = 1;
+  timing.samples = n <= 1000000 ? 10 : 5;
+  struct Copy { void* dst; const void* src; std::size_t bytes; cudaMemcpyKind kind; };
+  const Copy copies[] = {  // in the order of transfer_operations()
+      {device_in.data(), pageable_in.data(), bytes_in, cudaMemcpyHostToDevice},
+      {device_in.data(), pinned_in.data(), bytes_in, cudaMemcpyHostToDevice},
+      {pageable_out.data(), device_out.data(), bytes_out, cudaMemcpyDeviceToHost},
+      {pinned_out.data(), device_out.data(), bytes_out, cudaMemcpyDeviceToHost},
   };
   std::vector<Row> rows;
-  for (const Copy& c : copies) {
+  for (std::size_t i = 0; i < transfer_operations().size(); ++i) {
+    const Copy& c = copies[i];
     Row row;
     row.lesson = lesson;
     row.implementation = "cudaMemcpy";
-    row.operation = c.operation;
+    row.operation = transfer_operations()[i];
+    if (options.skips(row.operation)) continue;
     row.n = n;
     row.bytes = static_cast<double>(c.bytes);
+    announce(row);
     row.stats = workbook::time_on_device(
-        [&](cudaStream_t s) { WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(c.dst, c.src, c.bytes, c.kind, s)); }, options);
+        [&](cudaStream_t s) { WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(c.dst, c.src, c.bytes, c.kind, s)); }, timing);
     rows.push_back(row);
   }
   return rows;

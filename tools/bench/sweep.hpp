@@ -3,6 +3,9 @@
 /// per measurement, the columns in sweep_columns()), and the host-device transfer timings.
 /// A sweep program prints "# planned N" first, then the header, then rows as they are
 /// measured; ./sweep reads them as they come, draws the progress bar and writes the file.
+/// Before each check and each measurement it prints a marker line ("# checking OP",
+/// "# measuring OP n=N ..."): when student code crashes or hangs, the last marker names the
+/// function, and ./sweep runs the program again with --skip OP.
 #pragma once
 
 #include "workbook/timer.hpp"
@@ -34,6 +37,10 @@ struct Options {
   int samples = 20;                        ///< timed launches per measurement
   bool transfers = true;                   ///< also time the host-device copies
   bool print_header = false;               ///< print the CSV header and stop (no GPU needed)
+  std::vector<std::string> skip;           ///< operations left out: not checked, timed or planned
+
+  /// Whether --skip left \p operation out.
+  bool skips(const std::string& operation) const;
 };
 
 /// Sizes 10^4 .. 10^8 in steps of sqrt(10) (half decades), rounded.
@@ -83,9 +90,21 @@ void begin_output(std::size_t planned);
 /// Prints one row to stdout and flushes it, so ./sweep sees it at once.
 void emit(const Row& row, const RunInfo& info);
 
+/// Prints "# checking OPERATION" and flushes it: a correctness check of student code follows.
+void announce_check(const std::string& operation);
+
+/// Prints "# measuring OPERATION n=N block=B grid=MODE" (block and grid when set) and flushes
+/// it: the measurement of \p row follows.
+void announce(const Row& row);
+
+/// The host-device copies that measure_transfers() times, in order.
+const std::vector<std::string>& transfer_operations();
+
 /// Times copying \p in_arrays arrays of n floats to the device and \p out_arrays back, from
-/// pageable (std::vector) and pinned (cudaMallocHost) host memory: four rows.
-std::vector<Row> measure_transfers(const std::string& lesson, std::size_t n, int in_arrays, int out_arrays);
+/// pageable (std::vector) and pinned (cudaMallocHost) host memory: a row for each of
+/// transfer_operations() that \p options does not skip, each announced before it is timed.
+std::vector<Row> measure_transfers(const std::string& lesson, std::size_t n, int in_arrays, int out_arrays,
+                                   const Options& options);
 
 /// Times one measurement with the options' warm-up and samples (fewer samples when one probe
 /// launch already takes long), flushing L2 before each sample so the data comes from DRAM.

@@ -1,38 +1,54 @@
 """./sweep: time a lesson's kernels over sizes x block sizes x grid modes, for your code and
 the reference solution, and write one tidy CSV per lesson for ./plot.
 
-Exit codes: 0 written; 1 written, but your code could not be swept (it does not compile or
-gives wrong results: the reference is still there); 2 bad arguments; 3 no GPU; 4 the build
-could not be set up."""
+A function of your code that crashes or hangs during the sweep loses only its own rows: the
+sweep program announces each check and measurement ("# measuring OP n=N ..."), so ./sweep
+knows which function it was running, runs the program again with --skip OP, and notes it
+after the rows ("# left out: student OP: crashed (...) while measuring n=N").
+
+Exit codes: 0 written; 1 written, but not all of your code could be swept (it does not
+compile, gives wrong results, or a function crashed or hung: the rest is still there); 2 bad
+arguments; 3 no GPU; 4 the build could not be set up."""
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import queue
+import re
+import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from driver import build
 from driver.cli import query_device, resolve_tree
 from driver.manifest import ManifestError, load_manifest, select_lessons
-from sweep_schema import COLUMNS, CsvError, is_transfer, read_sweep
+from sweep_schema import COLUMNS, TRANSFERS, CsvError, is_transfer, left_out_note, read_sweep
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD = 0, 1, 2, 3, 4
 EXIT_INCORRECT = 5  # bench::kExitIncorrect: the sweep program found the kernel wrong
 PROGRAM_NO_GPU = 77  # workbook::exit_without_gpu
-SILENCE_LIMIT_S = 300  # a sweep program that prints nothing for this long is stopped
+# Exit statuses a sweep program chooses; any other, or a signal, is a crash.
+PROGRAM_EXITS = (0, EXIT_USAGE, EXIT_INCORRECT, PROGRAM_NO_GPU)
+# A sweep program that prints nothing for this long is stopped: a kernel hangs. Tests set
+# WORKBOOK_SWEEP_SILENCE_S to a second or two.
+SILENCE_LIMIT_S = float(os.environ.get("WORKBOOK_SWEEP_SILENCE_S", "300"))
+# Which measurement a row is: a run after a crash measures some again, and the first is kept.
+KEY_COLUMNS = ("implementation", "operation", "n", "block", "grid_mode")
+REST = "(the rest)"  # the operation of a note for what a sweep that stopped early never reached
 
 
 def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="./sweep",
         description="Time a lesson's kernels over sizes, block sizes and grid modes, for your code and the "
-                    "reference, and write a CSV for ./plot (one row per measurement).",
+                    "reference, and write a CSV for ./plot (one row per measurement). A function that crashes or "
+                    "hangs is left out and the rest swept; the CSV ends with a note saying which and why.",
         epilog="examples:  ./sweep 02                   the full sweep (sizes 1e4 .. 1e8)\n"
                "           ./sweep 02 --sizes 1e4,1e5,1e6 --blocks 128,256,512\n"
                "           ./plot sweep-results/02_multiply_add.csv    then the figures",
@@ -80,8 +96,17 @@ class Progress:
         print(f"  {self.label}: {self.done} measurements in {time.monotonic() - self.start:.0f} s", flush=True)
 
 
-def run_sweep(program: str, implementation: str, options: List[str], env: Dict[str, str]) -> Tuple[int, List[str], str]:
-    """Runs one sweep program; returns (exit status, its CSV rows, its stderr)."""
+class SweepRun(NamedTuple):
+    """What one run of a sweep program gave."""
+    code: int         # exit status; negative: killed by that signal (EXIT_USAGE: a header not the schema's)
+    rows: List[str]   # its CSV rows, in order
+    errors: str       # its stderr, and why ./sweep stopped it
+    marker: str = ""  # its last "# checking OP" or "# measuring OP ..." line: what it was doing at the end
+    hung: bool = False  # stopped after SILENCE_LIMIT_S without output
+
+
+def run_sweep(program: str, implementation: str, options: List[str], env: Dict[str, str]) -> SweepRun:
+    """Runs one sweep program and collects its rows as they come."""
     process = subprocess.Popen([program, "--implementation", implementation] + options, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env={**os.environ, **env}, text=True, start_new_session=True)
     lines: "queue.Queue[Optional[str]]" = queue.Queue()
@@ -101,24 +126,30 @@ def run_sweep(program: str, implementation: str, options: List[str], env: Dict[s
     rows: List[str] = []
     progress: Optional[Progress] = None
     header_seen = False
+    marker = ""
+    hung = False
+    bad_header = None
     while True:
         try:
             line = lines.get(timeout=SILENCE_LIMIT_S)
         except queue.Empty:
-            os.killpg(process.pid, 9)
-            process.wait()
-            return 124, rows, f"stopped: no measurement for {SILENCE_LIMIT_S} s (does a kernel hang?)"
+            os.killpg(process.pid, signal.SIGKILL)
+            hung = True
+            break
         if line is None:
             break
         if line.startswith("# planned"):
             progress = Progress(implementation, int(line.split()[-1]))
+        elif line.startswith(("# checking ", "# measuring ")):
+            marker = line
+        elif line.startswith("#"):
+            continue
         elif not header_seen:
             header_seen = True
             if line.split(",") != COLUMNS:
-                os.killpg(process.pid, 9)
-                process.wait()
-                return 1, [], (f"{program} wrote an unexpected CSV header:\n  {line}\nRebuild it (./sweep without "
-                               "--no-build) so it matches tools/bench/sweep_schema.py.")
+                os.killpg(process.pid, signal.SIGKILL)
+                bad_header = line
+                break
         else:
             rows.append(line)
             if progress:
@@ -127,9 +158,103 @@ def run_sweep(program: str, implementation: str, options: List[str], env: Dict[s
     process.wait()
     for t in threads:
         t.join(timeout=5)
+    process.stdout.close()
+    process.stderr.close()
+    if bad_header is not None:
+        return SweepRun(EXIT_USAGE, [], f"{program} wrote an unexpected CSV header:\n  {bad_header}\nRebuild it "
+                        "(./sweep without --no-build) so it matches tools/bench/sweep_schema.py.")
     if progress:
         progress.finish()
-    return process.returncode, rows, "".join(errors)
+    if hung:
+        errors.append(f"stopped: no output for {SILENCE_LIMIT_S:g} s (does a kernel hang?)\n")
+    return SweepRun(process.returncode, rows, "".join(errors), marker, hung)
+
+
+class LeftOut(NamedTuple):
+    """A function left out of the sweep, and why (the CSV notes it after the rows)."""
+    implementation: str
+    operation: str
+    why: str
+
+
+class Swept(NamedTuple):
+    """One implementation's sweep, after as many runs as its crashes and hangs took."""
+    code: int             # the last run's exit status: 0 when it ran to the end
+    rows: List[str]       # every row received, each measurement once
+    left_out: List[LeftOut]
+
+
+def row_key(row: str) -> Tuple[str, ...]:
+    """The KEY_COLUMNS of a CSV row: which measurement it is."""
+    fields = next(csv.reader([row]), [])
+    if len(fields) != len(COLUMNS):
+        return ("", row, "", "", "")  # kept as it is: read_sweep will say what is wrong with it
+    return tuple(fields[COLUMNS.index(column)] for column in KEY_COLUMNS)
+
+
+def what_it_was_doing(marker: str) -> Tuple[Optional[str], str]:
+    """The operation a marker line names (None without one), and "while ..." for a note."""
+    match = re.match(r"# (checking|measuring) (\S+) ?(.*)", marker)
+    if not match:
+        return None, "before its first check or measurement"
+    verb, operation, where = match.groups()
+    return operation, ("while checking its results" if verb == "checking" else f"while measuring {where}".strip())
+
+
+def describe_failure(run: SweepRun, program: str, doing: str) -> str:
+    """Why a run ended early, in a line: how it ended, its last words on stderr, and what it was doing."""
+    if run.hung:
+        return f"hung: no output for {SILENCE_LIMIT_S:g} s {doing}"
+    if run.code < 0:
+        try:
+            how = signal.Signals(-run.code).name
+        except ValueError:
+            how = f"signal {-run.code}"
+    else:
+        how = f"exit {run.code}"
+    last = next((l.strip() for l in reversed(run.errors.splitlines()) if l.strip()), "")
+    last = last[len(program) + 2:] if last.startswith(f"{program}: ") else last  # the program's name is no news
+    if len(last) > 300:
+        last = last[:297] + "..."
+    return f"crashed ({how}: {last}) {doing}" if last else f"crashed ({how}) {doing}"
+
+
+def sweep_implementation(program: str, implementation: str, options: List[str], env: Dict[str, str]) -> Swept:
+    """Runs one implementation's sweep program to the end, leaving out each function that
+    crashes or hangs: the rows already received are kept, and the program runs again with
+    --skip and every function left out so far. Stops when a run names no new function to
+    leave out (it died before announcing one, or in one already skipped): no endless loop."""
+    rows: Dict[Tuple[str, ...], str] = {}
+    left_out: List[LeftOut] = []
+    skip: List[str] = []
+    while True:
+        run = run_sweep(program, implementation, options + (["--skip", ",".join(skip)] if skip else []), env)
+        if run.errors.strip():
+            print(run.errors.rstrip(), file=sys.stderr)
+        for row in run.rows:
+            rows.setdefault(row_key(row), row)  # the first measurement of each is kept
+        if run.code in PROGRAM_EXITS and not run.hung:  # it ended as it chose to
+            return Swept(run.code, list(rows.values()), left_out)
+        operation, doing = what_it_was_doing(run.marker)
+        why = describe_failure(run, program, doing)
+        if operation is None or operation in skip:  # no new function to leave out: running again would not help
+            if operation in skip:
+                why += f", although --skip {operation} was given"
+            left_out.append(LeftOut(implementation, REST, why))
+            print(f"sweep: the {implementation} sweep stopped: {why}", file=sys.stderr)
+            return Swept(run.code, list(rows.values()), left_out)
+        left_out.append(LeftOut(implementation, operation, why))
+        skip.append(operation)
+        print(f"sweep: {operation} ({implementation}) {why}.\n       Sweeping {implementation} again without it.",
+              file=sys.stderr)
+
+
+def write_csv(path: Path, rows: List[str], left_out: List[LeftOut]) -> None:
+    """The header, the rows, and a note for each function left out; written whole or not at all."""
+    temporary = path.with_suffix(".csv.part")
+    notes = [left_out_note(*entry) for entry in left_out]
+    temporary.write_text("\n".join([",".join(COLUMNS)] + rows + notes) + "\n")
+    temporary.replace(path)
 
 
 def summarize_gflops(kernels: List[dict], largest: int) -> List[str]:
@@ -218,7 +343,8 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
             runs.append(("reference", "solutions"))
         elif tree == "solutions":
             runs = [("reference", "solutions")]
-        rows: List[str] = []
+        rows: Dict[Tuple[str, ...], str] = {}  # by row_key: each measurement once, the first kept
+        left_out: List[LeftOut] = []
         transfers_done = args.no_transfers
         for implementation, tree_name in runs:
             target = build.sweep_target(lesson.slug, tree_name)
@@ -237,31 +363,30 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
                       file=sys.stderr)
                 status = EXIT_PARTIAL
                 continue
-            code, new_rows, errors = run_sweep(program, implementation,
-                                               options + ([] if not transfers_done else ["--no-transfers"]), env)
-            if errors.strip():
-                print(errors.rstrip(), file=sys.stderr)
-            if code == PROGRAM_NO_GPU:
+            # Transfers (and lesson 03's baselines) are timed by the first run that gets to the end;
+            # a run after a crash times them again and the repeats are dropped, so none is lost.
+            swept = sweep_implementation(program, implementation,
+                                         options + ([] if not transfers_done else ["--no-transfers"]), env)
+            if swept.code == PROGRAM_NO_GPU:
                 return EXIT_NO_GPU
-            if code != 0:
-                if code == EXIT_INCORRECT:
-                    print(f"sweep: {implementation} was not swept: fix it first (./grade {lesson.number:02d}).",
-                          file=sys.stderr)
-                else:
-                    print(f"sweep: the {implementation} sweep failed (exit {code}); its rows are left out.",
-                          file=sys.stderr)
+            for row in swept.rows:
+                rows.setdefault(row_key(row), row)
+            left_out += swept.left_out
+            if swept.code == EXIT_INCORRECT:
+                print(f"sweep: {implementation} was not swept: fix it first (./grade {lesson.number:02d}).",
+                      file=sys.stderr)
+            elif swept.code not in (0, EXIT_INCORRECT) and not swept.left_out:
+                print(f"sweep: the {implementation} sweep failed (exit {swept.code}).", file=sys.stderr)
+            if swept.code != 0 or swept.left_out:
                 status = EXIT_PARTIAL
-                continue
-            rows += new_rows
-            transfers_done = True
-        if not rows:
+            transfers_done = transfers_done or swept.code == 0
+        if not any(key[1] not in TRANSFERS for key in rows):
             print(f"sweep: nothing was measured for {lesson.slug}", file=sys.stderr)
+            print_left_out(left_out)
             status = EXIT_PARTIAL
             continue
         path = out_dir / f"{lesson.slug}.csv"
-        temporary = path.with_suffix(".csv.part")
-        temporary.write_text(",".join(COLUMNS) + "\n" + "\n".join(rows) + "\n")
-        temporary.replace(path)
+        write_csv(path, list(rows.values()), left_out)
         try:
             summary = summarize(path)
         except CsvError as e:
@@ -270,5 +395,13 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
         shown = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else str(path)
         print(f"\nWrote {shown} ({len(rows)} rows).")
         print("\n".join(summary))
+        print_left_out(left_out)
         print(f"Figures: ./plot {shown}")
     return status
+
+
+def print_left_out(left_out: List[LeftOut]) -> None:
+    if left_out:
+        print("Left out (the CSV notes it after the rows):")
+        for entry in left_out:
+            print(f"  {entry.implementation} {entry.operation}: {entry.why}")

@@ -15,10 +15,15 @@ One row per measurement ("tidy" data). The sweep programs write the same columns
   pct_of_copy_bandwidth               gbps as a percentage of copy_bandwidth_gbps
   copy_bandwidth_gbps                 the device-to-device copy bandwidth measured in the same run
   gpu, date                           the GPU's name, and when the sweep started (ISO 8601, UTC)
+
+Lines that start with '#' are notes, not rows. ./sweep writes one after the rows for each
+function it left out because it crashed or hung ("# left out: student matmul_challenge:
+crashed (...) while checking its results"); left_out() reads them.
 """
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 from typing import Dict, List
 
@@ -32,6 +37,8 @@ OWN_LAUNCH = "own"
 _NUMBER = ("median_ms", "min_ms", "max_ms", "bytes", "flops", "gbps", "gflops", "pct_of_copy_bandwidth",
            "copy_bandwidth_gbps")
 _TEXT = ("lesson", "implementation", "operation", "gpu", "date")
+LEFT_OUT = "# left out: "
+_LEFT_OUT = re.compile("^" + re.escape(LEFT_OUT) + r"(\S+) (.+?): (.*)$")  # implementation, operation, why
 
 
 class CsvError(Exception):
@@ -77,33 +84,49 @@ def _parse_row(raw: Dict[str, str], where: str) -> Dict:
     return row
 
 
-def read_sweep(path: Path) -> List[Dict]:
-    """The rows of a sweep CSV, typed. Raises CsvError naming the file, the line and the
-    problem when the file is not one."""
-    path = Path(path)
+def left_out_note(implementation: str, operation: str, why: str) -> str:
+    """The note ./sweep writes for a function it left out, on one line."""
+    return f"{LEFT_OUT}{implementation} {operation}: {' '.join(why.split())}"
+
+
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CsvError(f"{path}: no such file; ./sweep writes it (sweep-results/<lesson>.csv)") from None
     except UnicodeDecodeError:
         raise CsvError(f"{path}: not a text file") from None
-    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
-    if not lines:
+
+
+def left_out(path: Path) -> List[Dict[str, str]]:
+    """The functions a sweep CSV says were left out: implementation, operation and why."""
+    notes = [_LEFT_OUT.match(line) for line in _read_text(Path(path)).splitlines()]
+    return [dict(zip(("implementation", "operation", "why"), m.groups())) for m in notes if m]
+
+
+def read_sweep(path: Path) -> List[Dict]:
+    """The rows of a sweep CSV, typed; notes (lines starting with '#') are passed over.
+    Raises CsvError naming the file, the line and the problem when the file is not one."""
+    path = Path(path)
+    text = _read_text(path)
+    # Line numbers as in the file, so that a message points at the right line past a note.
+    numbered = [(number, line) for number, line in enumerate(text.splitlines(), start=1)
+                if line.strip() and not line.startswith("#")]
+    if not numbered:
         raise CsvError(f"{path}: the file is empty")
-    reader = csv.reader(lines)
-    header = next(reader)
+    header_number, header_line = numbered[0]
+    header = next(csv.reader([header_line]))
     if header != COLUMNS:
         missing = [c for c in COLUMNS if c not in header]
         extra = [c for c in header if c not in COLUMNS]
         detail = (f"missing {', '.join(missing)}" if missing else "") + \
                  ("; " if missing and extra else "") + (f"unexpected {', '.join(extra)}" if extra else "")
-        raise CsvError(f"{path}: line 1 is not the sweep header ({detail or 'columns out of order'}). Expected: "
-                       + ",".join(COLUMNS))
+        raise CsvError(f"{path}: line {header_number} is not the sweep header ({detail or 'columns out of order'}). "
+                       "Expected: " + ",".join(COLUMNS))
     rows = []
-    for number, fields in enumerate(reader, start=2):
+    for number, line in numbered[1:]:
         where = f"{path}: line {number}"
-        if not fields:
-            continue
+        fields = next(csv.reader([line]))
         if len(fields) != len(COLUMNS):
             raise CsvError(f"{where}: {len(fields)} fields, expected {len(COLUMNS)}")
         rows.append(_parse_row(dict(zip(COLUMNS, fields)), where))

@@ -1,6 +1,7 @@
 """The plot tool on the checked-in sample sweep: every figure is written, in both formats,
-non-empty; a malformed CSV is rejected with a message and exit 2; a Python without
-matplotlib gets a one-line install hint and exit 3. Run by the python3 that has matplotlib."""
+non-empty; functions that ./sweep left out are named on the figures; a malformed CSV is
+rejected with a message and exit 2; a Python without matplotlib gets a one-line install
+hint and exit 3. Run by the python3 that has matplotlib."""
 import os
 import subprocess
 import sys
@@ -84,6 +85,20 @@ class PlotTest(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn("no fraction_of_cublas figure", p.stdout)
             self.assertEqual([f.name for f in Path(d).glob("*.png")], ["03_matmul_gflops_vs_n.png"])
+
+    def test_a_sweep_that_left_functions_out(self):
+        """./sweep notes after the rows what crashed or hung: the figures are drawn and name it."""
+        with tempfile.TemporaryDirectory() as d:
+            csv = Path(d) / "sweep.csv"
+            csv.write_text(MATMUL_SAMPLE.read_text() + "# left out: student matmul_challenge: crashed (exit 1: "
+                           "cudaErrorIllegalAddress (an illegal memory access was encountered)) while checking its "
+                           "results\n")
+            p = plot(csv, "--out", d, "--format", "svg")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("leaves out student matmul_challenge", p.stdout)
+            for name in ("gflops_vs_n", "fraction_of_cublas"):
+                self.assertIn("left out: student matmul_challenge (crashed)",
+                              (Path(d) / f"03_matmul_{name}.svg").read_text())
 
     def test_malformed_csv_is_rejected_with_a_message(self):
         with tempfile.TemporaryDirectory() as d:

@@ -1,5 +1,8 @@
 """Host-only tests of the sweep tooling: the CSV schema and reader, the sweep program's
-command line, and ./sweep's handling of a sweep program's output (with stand-in programs)."""
+command line, and ./sweep's handling of a sweep program's output (with stand-in programs),
+including one that crashes or hangs in one function: the others are still swept."""
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -7,6 +10,7 @@ import tempfile
 import textwrap
 import unittest
 from pathlib import Path
+from unittest import mock
 
 HERE = Path(__file__).resolve().parent
 BENCH = HERE.parent
@@ -14,12 +18,14 @@ ROOT = BENCH.parents[1]
 sys.path[:0] = [str(BENCH), str(ROOT / "grader")]
 
 import sweep_cli  # noqa: E402
-from sweep_schema import COLUMNS, CsvError, read_sweep  # noqa: E402
+from sweep_schema import COLUMNS, CsvError, left_out, read_sweep  # noqa: E402
 
 SAMPLE = BENCH / "samples" / "02_multiply_add_h200.csv"
 MATMUL_SAMPLE = BENCH / "samples" / "03_matmul_h200.csv"
 # The sweep program built by CMake (ctest passes it); the tests that run it skip without it.
 SWEEP_PROGRAM = os.environ.get("WORKBOOK_SWEEP_PROGRAM")
+# A python3 with matplotlib for ./plot (ctest passes it when there is one).
+PLOT_PYTHON = os.environ.get("WORKBOOK_PLOT_PYTHON")
 
 
 def sample_lines():
@@ -71,10 +77,22 @@ class SchemaTest(unittest.TestCase):
         if not SWEEP_PROGRAM:
             self.skipTest("WORKBOOK_SWEEP_PROGRAM not set (ctest sets it)")
         for args, message in ((["--sizes", "1e4,abc"], "not 'abc'"), (["--grids", "diagonal"], "unknown grid mode"),
-                              (["--blocks", "0"], "whole numbers from 1"), (["--frobnicate"], "unknown argument")):
+                              (["--blocks", "0"], "whole numbers from 1"), (["--frobnicate"], "unknown argument"),
+                              (["--skip"], "--skip needs a value")):
             p = subprocess.run([SWEEP_PROGRAM] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             self.assertEqual(p.returncode, 2, args)
             self.assertIn(message, p.stderr)
+
+    def test_sweep_program_takes_skip_and_explains_it(self):
+        if not SWEEP_PROGRAM:
+            self.skipTest("WORKBOOK_SWEEP_PROGRAM not set (ctest sets it)")
+        p = subprocess.run([SWEEP_PROGRAM, "--skip", "multiply_add,h2d_pinned", "--skip", "d2h_pinned",
+                            "--print-header"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.strip().split(","), COLUMNS)
+        usage = subprocess.run([SWEEP_PROGRAM, "--help"], stdout=subprocess.PIPE, text=True).stdout
+        self.assertIn("--skip OP", usage)
+        self.assertIn("# measuring OP", usage)
 
     def reject(self, lines, *fragments):
         with CsvFile(lines) as path:
@@ -130,6 +148,20 @@ class SchemaTest(unittest.TestCase):
         lines = sample_lines()
         self.reject([lines[0]] + [l for l in lines[1:] if ",cudaMemcpy," in l], "no kernel measurements")
 
+    def test_notes_are_not_rows_and_left_out_reads_them(self):
+        lines = sample_lines()
+        note = "# left out: student multiply_add: crashed (SIGSEGV) while measuring n=1000000 block=256 grid=cover"
+        with CsvFile(lines + [note, "# another note"]) as path:
+            self.assertEqual(len(read_sweep(path)), len(lines) - 1)
+            self.assertEqual(left_out(path), [{"implementation": "student", "operation": "multiply_add",
+                                               "why": "crashed (SIGSEGV) while measuring n=1000000 block=256 "
+                                                      "grid=cover"}])
+        with CsvFile(["# a note first", lines[0], lines[1].rsplit(",", 2)[0]]) as path:
+            with self.assertRaises(CsvError) as caught:
+                read_sweep(path)
+            self.assertIn("line 3", str(caught.exception))  # counted as in the file, notes included
+            self.assertEqual(left_out(path), [])
+
 
 def fake_program(directory, body):
     """A stand-in sweep program: a Python script that prints what `body` prints."""
@@ -139,20 +171,97 @@ def fake_program(directory, body):
     return str(path)
 
 
+@contextlib.contextmanager
+def silence_limit(seconds):
+    """./sweep's silence limit (300 s) cut to seconds, so that a hang takes that long."""
+    old, sweep_cli.SILENCE_LIMIT_S = sweep_cli.SILENCE_LIMIT_S, seconds
+    try:
+        yield
+    finally:
+        sweep_cli.SILENCE_LIMIT_S = old
+
+
+@contextlib.contextmanager
+def quiet():
+    """./sweep's messages about what it left out are not the test's output."""
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull), contextlib.redirect_stderr(devnull):
+        yield
+
+
+# A stand-in for lesson 03's sweep program that behaves like it (announces each check and
+# measurement, honours --skip and --no-transfers; rows from the sample, the run's number in
+# the date column) but fails as told, as the student only (the reference is right): `how` is
+# "signal" (SIGSEGV), "cuda" (exit 1 with a CUDA error on stderr) or "hang"; in `op` (one
+# function, or "every"); in `phase` "check" or "measure" (at size n). It appends its
+# arguments to `log`, one run a line; with ignore_skip it ignores --skip.
+FAKE_MATMUL = """
+import os, resource, signal, time
+args = sys.argv[1:]
+implementation = args[args.index("--implementation") + 1]
+skip = set() if IGNORE_SKIP else {op for i, a in enumerate(args) if a == "--skip" for op in args[i + 1].split(",")}
+with open(LOG, "a") as log:
+    log.write(" ".join(args) + "\\n")
+run = len(open(LOG).read().splitlines())
+lines = open(SAMPLE).read().splitlines()
+header, rows = lines[0], [l.split(",") for l in lines[1:]]
+ops = [op for op in ("matmul_naive", "matmul_tiled", "matmul_cublas", "matmul_challenge") if op not in skip]
+baselines = [] if "--no-transfers" in args else [op for op in ("cublas_fp32", "cublas_tf32") if op not in skip]
+sizes = sorted({int(r[3]) for r in rows})
+
+def maybe_fail(op, phase, n=None):
+    if OP not in (op, "every") or (phase, n) != (PHASE, N) or implementation != "student":
+        return
+    if HOW == "signal":
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if HOW == "cuda":
+        sys.stderr.write("fake_sweep: matmul_challenge (student) is not timed: cudaErrorIllegalAddress\\n")
+        sys.stderr.write(sys.argv[0] + ": 03_matmul.cu:107: cudaDeviceSynchronize() failed: "
+                         "cudaErrorIllegalAddress (an illegal memory access was encountered)\\n")
+        sys.exit(1)
+    time.sleep(60)
+
+for op in ops:
+    print("# checking", op, flush=True)
+    maybe_fail(op, "check")
+print("# planned", len(sizes) * (len(ops) + len(baselines)))
+print(header, flush=True)
+for n in sizes:
+    for op in ops + baselines:
+        print(f"# measuring {op} n={n}" + ("" if op in baselines else " block=256 grid=2d"), flush=True)
+        maybe_fail(op, "measure", n)
+        row = next(r for r in rows if r[2] == op and int(r[3]) == n)
+        row = row[:1] + ["cuBLAS" if op in baselines else implementation] + row[2:-1] + [f"2026-11-21T00:00:0{run}Z"]
+        print(",".join(row), flush=True)
+"""
+
+
+def fake_matmul(directory, how, op, phase, n=None, ignore_skip=False):
+    """FAKE_MATMUL failing as told; returns (program, log of its runs)."""
+    log = Path(directory) / "runs.log"
+    settings = (f"HOW, OP, PHASE, N, IGNORE_SKIP = {(how, op, phase, n, ignore_skip)!r}\n"
+                f"LOG, SAMPLE = {str(log)!r}, {str(MATMUL_SAMPLE)!r}\n")
+    return fake_program(directory, settings + FAKE_MATMUL), log
+
+
 class RunSweepTest(unittest.TestCase):
     def test_collects_rows_and_passes_the_implementation(self):
         rows = sample_lines()[1:4]
         with tempfile.TemporaryDirectory() as d:
             program = fake_program(d, f"""
                 assert sys.argv[1:3] == ["--implementation", "student"], sys.argv
+                print("# checking multiply_add")
                 print("# planned 3")
                 print({",".join(COLUMNS)!r})
                 for row in {rows!r}:
+                    print("# measuring multiply_add n=10000 block=32 grid=cover")
                     print(row)
                 """)
-            code, got, errors = sweep_cli.run_sweep(program, "student", [], {})
-        self.assertEqual(code, 0, errors)
-        self.assertEqual(got, rows)
+            run = sweep_cli.run_sweep(program, "student", [], {})
+        self.assertEqual(run.code, 0, run.errors)
+        self.assertEqual(run.rows, rows)
+        self.assertEqual(run.marker, "# measuring multiply_add n=10000 block=32 grid=cover")
+        self.assertFalse(run.hung)
 
     def test_a_wrong_header_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:
@@ -160,10 +269,10 @@ class RunSweepTest(unittest.TestCase):
                 print("# planned 1")
                 print("n,time")
                 """)
-            code, got, errors = sweep_cli.run_sweep(program, "student", [], {})
-        self.assertNotEqual(code, 0)
-        self.assertEqual(got, [])
-        self.assertIn("unexpected CSV header", errors)
+            run = sweep_cli.run_sweep(program, "student", [], {})
+        self.assertNotEqual(run.code, 0)
+        self.assertEqual(run.rows, [])
+        self.assertIn("unexpected CSV header", run.errors)
 
     def test_an_incorrect_kernel_is_reported_with_its_reason(self):
         with tempfile.TemporaryDirectory() as d:
@@ -171,25 +280,20 @@ class RunSweepTest(unittest.TestCase):
                 sys.stderr.write("multiply_add (student) gives wrong results\\n")
                 sys.exit(5)
                 """)
-            code, got, errors = sweep_cli.run_sweep(program, "student", [], {})
-        self.assertEqual(code, sweep_cli.EXIT_INCORRECT)
-        self.assertIn("wrong results", errors)
+            run = sweep_cli.run_sweep(program, "student", [], {})
+        self.assertEqual(run.code, sweep_cli.EXIT_INCORRECT)
+        self.assertIn("wrong results", run.errors)
 
     def test_a_silent_program_is_stopped(self):
-        old = sweep_cli.SILENCE_LIMIT_S
-        sweep_cli.SILENCE_LIMIT_S = 1
-        try:
-            with tempfile.TemporaryDirectory() as d:
-                program = fake_program(d, """
-                    import time
-                    print("# planned 1", flush=True)
-                    time.sleep(60)
-                    """)
-                code, _, errors = sweep_cli.run_sweep(program, "student", [], {})
-        finally:
-            sweep_cli.SILENCE_LIMIT_S = old
-        self.assertEqual(code, 124)
-        self.assertIn("no measurement", errors)
+        with silence_limit(1), tempfile.TemporaryDirectory() as d:
+            program = fake_program(d, """
+                import time
+                print("# planned 1", flush=True)
+                time.sleep(60)
+                """)
+            run = sweep_cli.run_sweep(program, "student", [], {})
+        self.assertTrue(run.hung)
+        self.assertIn("no output for 1 s", run.errors)
 
     def test_matmul_summary_in_gflops_against_cublas(self):
         lines = sweep_cli.summarize(MATMUL_SAMPLE)
@@ -205,6 +309,158 @@ class RunSweepTest(unittest.TestCase):
         self.assertIn("% of the copy bandwidth", lines[0])
         self.assertTrue(lines[1].strip().startswith("reference"))
         self.assertIn("h2d_pinned", lines[2])
+
+
+class LeftOutTest(unittest.TestCase):
+    """A function that crashes or hangs loses only its own rows."""
+
+    def sweep(self, how, op, phase, n=None, ignore_skip=False):
+        """Sweeps the student with FAKE_MATMUL, writes the CSV; returns (swept, runs, rows, notes, csv text)."""
+        with tempfile.TemporaryDirectory() as d:
+            program, log = fake_matmul(d, how, op, phase, n, ignore_skip)
+            with quiet():
+                swept = sweep_cli.sweep_implementation(program, "student", [], {})
+            runs = log.read_text().splitlines()
+            csv = Path(d) / "03_matmul.csv"
+            sweep_cli.write_csv(csv, swept.rows, swept.left_out)
+            rows, notes, text = read_sweep(csv), left_out(csv), csv.read_text()
+            self.assertTrue(sweep_cli.summarize(csv))
+            if PLOT_PYTHON:  # ./plot draws it, and names what was left out
+                p = subprocess.run([PLOT_PYTHON, str(ROOT / "plot"), str(csv), "--out", d, "--format", "svg"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn("leaves out student", p.stdout)
+                self.assertIn("left out: student", (Path(d) / "03_matmul_gflops_vs_n.svg").read_text())
+        keys = [(r["implementation"], r["operation"], r["n"], r["block"], r["grid_mode"]) for r in rows]
+        self.assertEqual(len(keys), len(set(keys)), "a measurement appears twice")
+        return swept, runs, rows, notes, text
+
+    def sizes(self, rows, operation):
+        return sorted(r["n"] for r in rows if r["operation"] == operation)
+
+    def test_a_crash_by_a_signal_while_measuring(self):
+        swept, runs, rows, notes, text = self.sweep("signal", "matmul_tiled", "measure", 1024)
+        self.assertEqual(swept.code, 0)
+        self.assertEqual(len(runs), 2)
+        self.assertIn("--skip matmul_tiled", runs[1])
+        self.assertNotIn("--no-transfers", runs[1])  # the baselines after the crash are timed too
+        all_sizes = [128, 256, 512, 1024, 2048, 4096, 8192]
+        for operation in ("matmul_naive", "matmul_cublas", "matmul_challenge", "cublas_fp32", "cublas_tf32"):
+            self.assertEqual(self.sizes(rows, operation), all_sizes, operation)
+        self.assertEqual(self.sizes(rows, "matmul_tiled"), [128, 256, 512])  # those measured before the crash
+        # The first measurement of each is kept: the rows of the first run come from it.
+        naive = next(r for r in rows if r["operation"] == "matmul_naive" and r["n"] == 128)
+        self.assertTrue(naive["date"].endswith("01Z"))
+        self.assertEqual(notes, [{"implementation": "student", "operation": "matmul_tiled",
+                                  "why": "crashed (SIGSEGV) while measuring n=1024 block=256 grid=2d"}])
+        self.assertTrue(text.rstrip().endswith(
+            "# left out: student matmul_tiled: crashed (SIGSEGV) while measuring n=1024 block=256 grid=2d"))
+
+    def test_a_cuda_error_while_checking(self):
+        swept, runs, rows, notes, _ = self.sweep("cuda", "matmul_challenge", "check")
+        self.assertEqual(swept.code, 0)
+        self.assertEqual([r.split("--skip ")[1:] for r in runs], [[], ["matmul_challenge"]])
+        self.assertEqual(self.sizes(rows, "matmul_challenge"), [])
+        self.assertEqual(len(self.sizes(rows, "matmul_naive")), 7)
+        self.assertEqual(len(notes), 1)
+        self.assertEqual(notes[0]["operation"], "matmul_challenge")
+        self.assertEqual(notes[0]["why"], "crashed (exit 1: 03_matmul.cu:107: cudaDeviceSynchronize() failed: "
+                                          "cudaErrorIllegalAddress (an illegal memory access was encountered)) "
+                                          "while checking its results")
+
+    def test_a_hang(self):
+        with silence_limit(1):
+            swept, runs, rows, notes, _ = self.sweep("hang", "matmul_naive", "measure", 512)
+        self.assertEqual(swept.code, 0)
+        self.assertIn("--skip matmul_naive", runs[1])
+        self.assertEqual(self.sizes(rows, "matmul_naive"), [128, 256])
+        self.assertEqual(len(self.sizes(rows, "matmul_tiled")), 7)
+        self.assertEqual([(n["operation"], n["why"]) for n in notes],
+                         [("matmul_naive", "hung: no output for 1 s while measuring n=512 block=256 grid=2d")])
+
+    def test_two_functions_crash_one_after_the_other(self):
+        with tempfile.TemporaryDirectory() as d:
+            # Every function crashes in its check: each run gets one further, then only the
+            # cuBLAS baselines are left.
+            program, log = fake_matmul(d, "cuda", "every", "check")
+            with quiet():
+                swept = sweep_cli.sweep_implementation(program, "student", [], {})
+            runs = log.read_text().splitlines()
+        self.assertEqual([r.split("--skip ")[1:] for r in runs],
+                         [[], ["matmul_naive"], ["matmul_naive,matmul_tiled"],
+                          ["matmul_naive,matmul_tiled,matmul_cublas"],
+                          ["matmul_naive,matmul_tiled,matmul_cublas,matmul_challenge"]])
+        self.assertEqual([e.operation for e in swept.left_out],
+                         ["matmul_naive", "matmul_tiled", "matmul_cublas", "matmul_challenge"])
+        self.assertEqual(swept.code, 0)
+        self.assertEqual({row.split(",")[2] for row in swept.rows}, {"cublas_fp32", "cublas_tf32"})
+
+    def test_no_progress_stops_the_loop(self):
+        # A program that crashes in the same function whatever --skip says: run twice, no more.
+        swept, runs, rows, notes, _ = self.sweep("cuda", "matmul_tiled", "measure", 1024, ignore_skip=True)
+        self.assertEqual(len(runs), 2)
+        self.assertIn("--skip matmul_tiled", runs[1])
+        self.assertEqual(swept.code, 1)
+        self.assertEqual([n["operation"] for n in notes], ["matmul_tiled", sweep_cli.REST])
+        self.assertIn("although --skip matmul_tiled was given", notes[1]["why"])
+        self.assertEqual(self.sizes(rows, "matmul_naive"), [128, 256, 512, 1024])  # what came before, once
+
+    def test_a_crash_before_any_announcement_stops_at_once(self):
+        with tempfile.TemporaryDirectory() as d:
+            program = fake_program(d, """
+                sys.stderr.write("cublasCreate failed\\n")
+                sys.exit(1)
+                """)
+            with quiet():
+                swept = sweep_cli.sweep_implementation(program, "student", [], {})
+        self.assertEqual(swept.code, 1)
+        self.assertEqual(swept.rows, [])
+        self.assertEqual(swept.left_out, [sweep_cli.LeftOut(
+            "student", sweep_cli.REST, "crashed (exit 1: cublasCreate failed) before its first check or measurement")])
+
+    def test_the_whole_sweep_writes_the_rest_and_exits_1(self):
+        """./sweep 03 end to end (the build and the GPU stood in for): the student's crashed
+        function is noted, everything else is in the CSV once, and the exit status is 1."""
+        with tempfile.TemporaryDirectory() as d:
+            program, log = fake_matmul(d, "cuda", "matmul_challenge", "check")
+            index = {"trees": {name: {"sweeps": {"03_matmul": program}} for name in ("mine", "solutions")}}
+            device = subprocess.CompletedProcess([], 0, stdout=b'{"name": "NVIDIA H200", "copy_bandwidth_gbps": 4255}')
+            out = io.StringIO()
+            with mock.patch.object(sweep_cli.build, "prepare", return_value=(index, "mine")), \
+                    mock.patch.object(sweep_cli, "query_device", return_value=device), \
+                    contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+                code = sweep_cli.main(["03", "--no-build", "--tree", d, "--out", d], root=ROOT)
+            runs = log.read_text().splitlines()
+            csv = Path(d) / "03_matmul.csv"
+            rows, notes = read_sweep(csv), left_out(csv)
+        self.assertEqual(code, sweep_cli.EXIT_PARTIAL)
+        self.assertEqual(len(runs), 3)  # student, student again without the challenge, reference
+        self.assertIn("--skip matmul_challenge", runs[1])
+        self.assertIn("--implementation reference", runs[2])
+        self.assertIn("--no-transfers", runs[2])  # the baselines are timed once
+        keys = [(r["implementation"], r["operation"], r["n"]) for r in rows]
+        self.assertEqual(len(keys), len(set(keys)))
+        by_function = {(i, o) for i, o, _ in keys}
+        self.assertEqual(by_function, {("student", "matmul_naive"), ("student", "matmul_tiled"),
+                                       ("student", "matmul_cublas"), ("reference", "matmul_naive"),
+                                       ("reference", "matmul_tiled"), ("reference", "matmul_cublas"),
+                                       ("reference", "matmul_challenge"), ("cuBLAS", "cublas_fp32"),
+                                       ("cuBLAS", "cublas_tf32")})
+        self.assertEqual(len(keys), 9 * 7)
+        self.assertEqual([(n["implementation"], n["operation"]) for n in notes], [("student", "matmul_challenge")])
+        self.assertIn("Left out", out.getvalue())
+        self.assertIn("student matmul_challenge: crashed (exit 1:", out.getvalue())
+
+    def test_known_exits_are_not_crashes(self):
+        for code in (2, 5, 77):
+            with tempfile.TemporaryDirectory() as d:
+                program = fake_program(d, f"""
+                    print("# checking multiply_add", flush=True)
+                    sys.exit({code})
+                    """)
+                with quiet():
+                    swept = sweep_cli.sweep_implementation(program, "student", [], {})
+            self.assertEqual((swept.code, swept.left_out), (code, []))
 
 
 class CommandLineTest(unittest.TestCase):

@@ -1,0 +1,143 @@
+"""One GPU, several gradings: correctness tests side by side, timed phases alone.
+
+Two gradings at once on one GPU give the same verdicts, but a kernel timed while another
+process runs on the GPU looks slower than it is (an H200 timed cuBLAS at half speed so). So
+each GPU has a reader-writer lock: a file named after the GPU's UUID in a directory every
+user can write (WORKBOOK_LOCK_DIR, else the system's temporary directory).
+
+- A correctness phase holds it shared: any number run side by side.
+- A timed phase holds it exclusive: a task's performance test with the reference's right
+  after it, and the copy-bandwidth measurement.
+
+A process holds one mode at a time and releases it before it takes the other (GpuLock
+refuses anything else), so no two processes can wait for each other. A second file, the
+gate, gives a waiting timed phase its turn: a process holds the gate only while it waits for
+the lock, so once a timed phase waits, no new correctness phase starts before it.
+
+Other programs take part the same way; to time something alone on the GPU (a sweep):
+
+    from driver.gpu_lock import GpuLock
+    with GpuLock.for_device(device, tree="exercises").exclusive():   # device: workbook_device_info's JSON
+        ...
+
+With WORKBOOK_LOCK_LOG set, every acquire and release is appended to that file as
+"acquire EX <pid> <unix time>" ("release SH ..."): the tests check that timed phases never
+overlapped."""
+from __future__ import annotations
+
+import fcntl
+import getpass
+import os
+import re
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Dict, Iterator, Optional
+
+from . import file_lock
+
+SHARED, EXCLUSIVE = "SH", "EX"
+_FLOCK = {SHARED: fcntl.LOCK_SH, EXCLUSIVE: fcntl.LOCK_EX}
+LOCK_DIR_ENV = "WORKBOOK_LOCK_DIR"
+LOCK_LOG_ENV = "WORKBOOK_LOCK_LOG"
+_held: Dict[str, str] = {}  # lock file -> the mode this process holds it in (whichever GpuLock took it)
+
+
+def gpu_id(device: dict) -> str:
+    """The GPU's UUID as nvidia-smi writes it; its name and index when workbook_device_info
+    gave no UUID (an older build)."""
+    return str(device.get("uuid") or f"{device.get('name', 'gpu')}-0")
+
+
+def lock_dir() -> Path:
+    return Path(os.environ.get(LOCK_DIR_ENV) or tempfile.gettempdir())
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a container user with no name
+        return str(os.getuid())
+
+
+def _log(event: str, mode: str) -> None:
+    path = os.environ.get(LOCK_LOG_ENV)
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{event} {mode} {os.getpid()} {time.time():.6f}\n")
+
+
+class GpuLock:
+    """The reader-writer lock of one GPU: `with lock.shared():` for correctness tests,
+    `with lock.exclusive():` for timing. `tree` and the program's name are shown to the
+    processes that wait; `say` prints their one-line explanation."""
+
+    def __init__(self, gpu: str, tree: str = "", say: Callable[[str], None] = print):
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", gpu)
+        self.path = lock_dir() / f"cuda-workbook-gpu-{name}.lock"
+        self.gate = lock_dir() / f"cuda-workbook-gpu-{name}.gate"
+        self.holder = Path(f"{self.path}.holder")
+        self.tree, self.say = tree, say
+
+    @property
+    def held(self) -> Optional[str]:
+        """The mode this process holds the lock in, if any."""
+        return _held.get(str(self.path))
+
+    @classmethod
+    def for_device(cls, device: dict, tree: str = "", say: Callable[[str], None] = print) -> "GpuLock":
+        """The lock of the GPU that workbook_device_info described in `device`."""
+        return cls(gpu_id(device), tree, say)
+
+    def shared(self):
+        """Held while correctness tests run: other gradings' tests may run beside them."""
+        return self._hold(SHARED)
+
+    def exclusive(self):
+        """Held while something is timed: nothing else that takes this lock runs on the GPU."""
+        return self._hold(EXCLUSIVE)
+
+    def why_waiting(self) -> str:
+        holder = file_lock.read_holder(self.holder)
+        if holder:
+            who = "a ./sweep" if holder.get("program") == "./sweep" else "another grading"
+            about = [f"pid {holder['pid']}", f"user {holder.get('user', '?')}"]
+            if holder.get("tree"):
+                about.append(f"tree {holder['tree']}")
+            about.append(f"since {holder.get('since', '?')}")
+            doing = f"{who} is timing on it ({', '.join(about)})"
+        else:
+            doing = "other gradings are running correctness tests on it"
+        return f"Waiting for the GPU: {doing}; performance is measured alone, one grading at a time."
+
+    @contextmanager
+    def _hold(self, mode: str) -> Iterator[None]:
+        if self.held:  # taking the other mode while holding one could wait forever on ourselves
+            raise RuntimeError(f"the GPU lock is held ({self.held}) already: release it before taking {mode}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        gate = file_lock.open_shared_file(self.gate)
+        try:
+            waited = file_lock.acquire(gate, fcntl.LOCK_EX, self.why_waiting, self.say)
+            fd = file_lock.open_shared_file(self.path)
+            try:
+                file_lock.acquire(fd, _FLOCK[mode], self.why_waiting, (lambda line: None) if waited else self.say)
+            except BaseException:
+                os.close(fd)
+                raise
+        finally:
+            os.close(gate)  # the next waiter's turn
+        _held[str(self.path)] = mode
+        if mode == EXCLUSIVE:
+            file_lock.write_holder(self.holder, {"pid": os.getpid(), "user": _user(), "tree": self.tree,
+                                                 "program": file_lock.program_name(),
+                                                 "since": time.strftime("%H:%M:%S")})
+        _log("acquire", mode)
+        try:
+            yield
+        finally:
+            _log("release", mode)
+            if mode == EXCLUSIVE:
+                file_lock.clear_holder(self.holder)
+            _held.pop(str(self.path), None)
+            os.close(fd)  # releases the lock
