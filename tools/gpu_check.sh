@@ -1,69 +1,89 @@
 #!/usr/bin/env bash
-# The whole check on a GPU machine, in one go: build everything, run the project's tests
-# (GPU ones included), grade the reference solutions and the untouched exercises, run
-# compute-sanitizer on broken variants and on the solutions, grade the plain student, sweep
-# lessons 02 and 03 (the plain student against the reference) and plot them, and print a
-# short summary last. In $OUT (or ./gpu-check): summary.txt, logs.tar.gz (every log, the
-# lesson 02 sweep and all figures), and lesson 03's sweep CSV and PNG figures.
+# The whole check on a GPU machine, in stages that each fit one device call (10 minutes):
+#
+#   tools/gpu_check.sh build            configure and build everything (the test preset)
+#   tools/gpu_check.sh tests            every ctest test but the end-to-end gradings
+#   tools/gpu_check.sh e2e REGEX        the end-to-end gradings whose ctest name matches REGEX
+#   tools/gpu_check.sh sanitize         ./grade --sanitize on the solutions and two broken variants
+#   tools/gpu_check.sh summary          the short summary of everything run so far
+#
+# Stages can be combined in one call (tools/gpu_check.sh build tests summary). Logs collect in
+# build/gpu-check/ across calls on the same machine; each stage's log and the summary are
+# copied to $OUT (or ./gpu-check) when it ends. The summary lists ctest's counts, the
+# scoreboards of the solutions, the exercises and the plain student (from the e2e logs), the
+# performance ratios, and the hints each broken variant printed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-check}
-logs=$(mktemp -d)
-mkdir -p "$out"
+logs=build/gpu-check
+mkdir -p "$out" "$logs"
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 export PYTHONUNBUFFERED=1
-seed=20261121
+seed=20261122
 
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$logs/gpu.txt"
-
-cmake --workflow --preset test 2>&1 | tee "$logs/test.log"
-test_rc=$?
-
-grade() {  # grade LOGNAME ARGS...: ./grade on the test build, logged
-  local name=$1
-  shift
-  ./grade --no-build --build-dir build/test --seed $seed --results "$logs/results_$name" "$@" 2>&1 | tee "$logs/grade_$name.log"
-  return "${PIPESTATUS[0]}"
+stage_build() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$logs/gpu.txt"
+  { cmake --preset test && cmake --build build/test; } > "$logs/build.log" 2>&1
+  echo "build: exit $?" | tee -a "$logs/stages.txt"
+  grep -E "error|warning:" "$logs/build.log" | head -20
 }
-grade solutions --tree solutions; solutions_rc=$?
-grade exercises; exercises_rc=$?
-# A tree with a correct task 1 next to broken ones: its timing shows the reference ratio.
-grade block_too_large --tree grader/tests/broken/block_too_large 01
-grade sanitize_broken --tree grader/tests/broken/no_bounds_check --sanitize 01
-grade sanitize_race --tree grader/tests/broken/tiled_no_second_barrier --sanitize 03
-grade sanitize_solutions --tree solutions --sanitize; sanitize_solutions_rc=$?
-grade plain --tree grader/tests/students/plain
 
-for example in build/test/example_*; do echo "== $example"; "$example"; done 2>&1 | tee "$logs/examples.log"
+stage_tests() {
+  ctest --test-dir build/test -E "grader\.e2e" -j 4 --output-on-failure > "$logs/tests.log" 2>&1
+  echo "tests: exit $?, $(grep -E 'tests passed' "$logs/tests.log")" | tee -a "$logs/stages.txt"
+  grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/tests.log"
+}
 
-# The sweep students hand in: a plain student solution against the reference, all sizes.
-./sweep 02 --tree grader/tests/students/plain --build-dir build/sweep --out "$logs/sweep" 2>&1 | tee "$logs/sweep.log"
-sweep_rc=${PIPESTATUS[0]}
-./sweep 03 --tree grader/tests/students/plain --build-dir build/sweep --out "$logs/sweep" 2>&1 | tee -a "$logs/sweep.log"
-sweep03_rc=${PIPESTATUS[0]}
-python3 ./plot "$logs"/sweep/*.csv --out "$logs/sweep/figures" 2>&1 | tee "$logs/plot.log"
-# The device tool returns at most 8 files: lesson 03's here, lesson 02's in the logs.
-cp "$logs/sweep/03_matmul.csv" "$logs"/sweep/figures/03_*.png "$out"/ 2>/dev/null
+stage_e2e() {
+  local regex=$1 name
+  name=e2e_$(echo "$regex" | tr -c 'a-zA-Z0-9' '_' | cut -c1-40)
+  ctest --test-dir build/test -R "grader\.e2e\.($regex)" --output-on-failure -V > "$logs/$name.log" 2>&1
+  echo "$name: exit $?, $(grep -E 'tests passed' "$logs/$name.log")" | tee -a "$logs/stages.txt"
+  grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/$name.log"
+}
 
-{
-  echo "================ summary ================"
-  head -2 "$logs/gpu.txt" | tail -1
-  grep -E "tests passed|tests failed" "$logs/test.log"
-  grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/test.log" || true
-  echo "solutions: exit $solutions_rc, $(grep -E '^Total:' "$logs/grade_solutions.log")"
-  grep -E "^ +performance +(passed|FAILED)" "$logs/grade_solutions.log" | sed 's/^ */  /'
-  echo "exercises: exit $exercises_rc, $(grep -E '^Total:' "$logs/grade_exercises.log")"
-  echo "plain student: $(grep -E '^Total:' "$logs/grade_plain.log")"
-  grep -E "^ +performance +(passed|FAILED)" "$logs/grade_plain.log" | sed 's/^ */  /'
-  echo "sanitize (tiled_no_second_barrier): $(grep -E 'racecheck found' "$logs/grade_sanitize_race.log" | head -1 | sed 's/^ *//')"
-  echo "block_too_large: $(grep -E 'performance' "$logs/grade_block_too_large.log" | head -1 | sed 's/^ *//')"
-  echo "sanitize (no_bounds_check): $(grep -E 'memcheck found' "$logs/grade_sanitize_broken.log" | head -1 | sed 's/^ *//')"
-  echo "sanitize (solutions): exit $sanitize_solutions_rc, $(grep -E '^Total:' "$logs/grade_sanitize_solutions.log")"
-  grep -E "^== |: " "$logs/examples.log" | grep -E "host clock|SMs|pinned|2048" | sed 's/^/  example: /'
-  grep -E "x along|FP32:|TF32:" "$logs/examples.log" | sed 's/^/  example: /'
-  echo "sweep: exit $sweep_rc (02), $sweep03_rc (03)"
-  grep -E "best at|copies at| at N = " "$logs/sweep.log"
-  echo "figures: $(ls "$logs"/sweep/figures 2>/dev/null | tr '\n' ' ')"
-  echo "ctest exit: $test_rc"
-} | tee "$out/summary.txt"
+stage_sanitize() {
+  for tree in solutions grader/tests/broken/no_bounds_check; do
+    ./grade --no-build --build-dir build/test --seed $seed --sanitize --results "$logs/sanitize_${tree//\//_}" \
+      --tree "$tree" 01 03 > "$logs/sanitize_${tree//\//_}.log" 2>&1
+    echo "sanitize $tree: exit $?, $(grep -E '^Total:' "$logs/sanitize_${tree//\//_}.log")" | tee -a "$logs/stages.txt"
+  done
+}
+
+stage_summary() {
+  {
+    echo "================ summary ================"
+    cat "$logs/gpu.txt" 2>/dev/null
+    cat "$logs/stages.txt" 2>/dev/null
+    # The scoreboards of the reference, the untouched exercises and the plain student, as the
+    # e2e tests graded them (ctest -V keeps each test's output).
+    for test in solutions_score_full_marks untouched_exercises_score_zero students_plain_scores_full_marks; do
+      for file in "$logs"/e2e_*.log; do
+        [ -f "$file" ] || continue
+        n=$(grep -oE "Start +[0-9]+: grader\.e2e\.$test\b" "$file" | grep -oE "[0-9]+" | head -1)
+        [ -n "$n" ] || continue
+        grep -E "^$n: (Total:|.*performance +(passed|FAILED))" "$file" | sed "s/^$n: /  $test: /" | head -20
+      done
+    done
+    echo "hints printed by the broken variants:"
+    grep -hoE "grader\.e2e\.broken_[a-z_0-9]+_is_caught|Hint \[[a-z0-9-]+\]" "$logs"/e2e_*.log 2>/dev/null |
+      awk '/^grader/ {name=$0; sub(/grader.e2e.broken_/, "", name); sub(/_is_caught/, "", name); next}
+           {h[name] = h[name] " " $0} END {for (n in h) print "  " n ":" h[n]}' | sed 's/Hint //g' | sort -u
+  } | tee "$out/summary.txt"
+}
+
+[ $# -gt 0 ] || set -- build tests e2e . sanitize summary
+while [ $# -gt 0 ]; do
+  stage=$1
+  shift
+  case $stage in
+    build) stage_build ;;
+    tests) stage_tests ;;
+    e2e) stage_e2e "${1:-.}"; shift ;;
+    sanitize) stage_sanitize ;;
+    summary) stage_summary ;;
+    *) echo "gpu_check.sh: unknown stage '$stage' (build, tests, e2e REGEX, sanitize, summary)" >&2; exit 2 ;;
+  esac
+done
+# The device tool returns at most 8 files: every log in one archive.
 tar -czf "$out/logs.tar.gz" -C "$logs" .

@@ -27,6 +27,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from driver import build
 from driver.cli import query_device, resolve_tree
+from driver.gpu_lock import GpuLock
 from driver.manifest import ManifestError, load_manifest, select_lessons
 from sweep_schema import COLUMNS, TRANSFERS, CsvError, is_transfer, left_out_note, read_sweep
 
@@ -325,6 +326,8 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
         print(f"sweep: nothing was timed. {reason}", file=sys.stderr)
         return EXIT_NO_GPU if device_query.returncode == EXIT_NO_GPU else EXIT_BUILD
     device = json.loads(device_query.stdout)
+    # A sweep times everything it runs: it holds the GPU alone, as a grading's timed phase does.
+    gpu = GpuLock.for_device(device, tree)
     env = {"WORKBOOK_COPY_BANDWIDTH_GBPS": str(device.get("copy_bandwidth_gbps", ""))}
     print(f"Sweeping on {device.get('name')} (copy bandwidth {float(device.get('copy_bandwidth_gbps', 0)):.0f} GB/s)",
           flush=True)
@@ -365,8 +368,9 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
                 continue
             # Transfers (and lesson 03's baselines) are timed by the first run that gets to the end;
             # a run after a crash times them again and the repeats are dropped, so none is lost.
-            swept = sweep_implementation(program, implementation,
-                                         options + ([] if not transfers_done else ["--no-transfers"]), env)
+            with gpu.exclusive():
+                swept = sweep_implementation(program, implementation,
+                                             options + ([] if not transfers_done else ["--no-transfers"]), env)
             if swept.code == PROGRAM_NO_GPU:
                 return EXIT_NO_GPU
             for row in swept.rows:
