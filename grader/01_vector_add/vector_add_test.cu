@@ -17,6 +17,7 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -272,15 +273,22 @@ TEST_CASE("Task 3: vector_add_host does the whole round trip", "[task_3]") {
   }
   SECTION("n = 0 is valid and does nothing") {
     float nothing = 0;
-    try {
-      vector_add_host(&nothing, &nothing, &nothing, 0);
-    } catch (const workbook::CudaError& e) {
-      // cudaMalloc(0) and 0-byte copies succeed; only a launch of 0 blocks fails this way.
-      const std::string why = e.code() == cudaErrorInvalidConfiguration
-                                  ? grader::hint("empty-grid", "with n = 0 the grid has 0 blocks, an invalid launch "
-                                                               "configuration: return before launching.")
-                                  : std::string();
-      FAIL("vector_add_host(n = 0) threw: " << e.what() << "\nWith n = 0 there is nothing to add.\n" << why);
+    std::exception_ptr thrown;
+    const auto trace = grader::trace([&] { vector_add_host(&nothing, &nothing, &nothing, 0); }, thrown);
+    if (thrown) {
+      std::string what = "an exception that is not a std::exception";
+      try {
+        std::rethrow_exception(thrown);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      // The tracer saw the launch it made: a grid of 0 blocks is what CUDA rejected.
+      const grader::TracedCall* empty = trace ? trace->empty_grid_launch() : nullptr;
+      FAIL("vector_add_host(n = 0) threw: " << what << "\nWith n = 0 there is nothing to add.\n"
+           << (empty ? grader::hint("empty-grid", "it launched a grid of 0 blocks, which CUDA rejects: return "
+                                                  "before launching when n == 0.")
+                     : std::string()));
     }
   }
 }

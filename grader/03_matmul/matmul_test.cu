@@ -536,11 +536,12 @@ TEST_CASE("Task 2: matmul_tiled GFLOP/s at 4096^3", "[task_2][perf]") {
 TEST_CASE("Task 3: matmul_cublas is correct in FP32 for every shape", "[task_3]") {
   grader::require_gpu();
   StudentHandle h;
+  // The handle's math mode as the caller set it, before any call can change it.
+  cublasMath_t mode_before = CUBLAS_DEFAULT_MATH, mode_after = CUBLAS_DEFAULT_MATH;
+  cublasGetMathMode(h.handle, &mode_before);
   if (writes_nothing([&](Problem& p) { matmul_cublas(h.handle, p.A.data(), p.B.data(), p.C.data(), 17, 33, 127); })) {
     grader::not_implemented(std::string("matmul_cublas wrote no element of C (TODO(task 3) in ") + kExercise + ")");
   }
-  cublasMath_t mode_before = CUBLAS_DEFAULT_MATH, mode_after = CUBLAS_DEFAULT_MATH;
-  cublasGetMathMode(h.handle, &mode_before);
   const Evidence library{[&](Problem& q) {
     matmul_cublas(h.handle, q.A.data(), q.B.data(), q.C.data(), q.shape.M, q.shape.N, q.shape.K);
   }};

@@ -247,7 +247,7 @@ def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str) -> Compo
         summary = first_line.strip() or next((line.strip() for line in message.splitlines()
                                               if line.strip() and " := " not in line), "wrong result")
         launch = re.search(r"kernel launch failed: (cudaErrorInvalid(?:Value|Configuration))", message)
-        if launch:
+        if launch and "Hint [" not in message:  # a more specific hint already names the cause
             summary = f"a kernel launch was rejected ({launch.group(1)})"
             message += ("\n" + hint("launch-rejected", "a launch is rejected when its configuration is "
                                                       "impossible: more than 1024 threads per block, 0 blocks, or "

@@ -20,8 +20,8 @@ std::string explain_writes_after(const workbook::GuardReport& guards, std::size_
   const std::size_t first = guards.nearest_after, last = guards.farthest_after, count = guards.written_after;
   const bool contiguous = count == last - first + 1;
   if (count == 1 && first == 0) {
-    return hint("off-by-one-end", "only element n itself was written past the end: the bounds check lets i == n "
-                                  "through. Elements are 0 .. n-1, so the test is i < n, not i <= n.");
+    return hint("off-by-one-end", "off by one: only element n itself was written past the end, so the bounds "
+                                  "check lets i == n through. Elements are 0 .. n-1: the test is i < n, not i <= n.");
   }
   // Exactly the indices of the launch's extra threads, n .. threads-1: nothing stopped them.
   if (threads > static_cast<long long>(n) && first == 0 && contiguous &&
@@ -30,7 +30,8 @@ std::string explain_writes_after(const workbook::GuardReport& guards, std::size_
                                        ", the indices of the launch's " + std::to_string(threads - n) +
                                        " extra threads (the grid had " + std::to_string(threads) +
                                        " threads for n = " + std::to_string(n) +
-                                       "): a thread with i >= n must not write, so check i < n before the store.");
+                                       "): a thread with i >= n must not write, so a bounds check, if (i < n), "
+                                       "must come before the store.");
   }
   // Exactly 3n elements past the end: the writes reach element 4n - 1, as a bound of n * 4 bytes would.
   if (first == 0 && contiguous && count == 3 * n && 4 * n <= guards.guard_elements + n) {

@@ -156,6 +156,13 @@ std::size_t Trace::device_bytes_not_freed() const {
 
 std::size_t Trace::allocations_not_freed() const { return live_allocations(calls).size(); }
 
+const TracedCall* Trace::empty_grid_launch() const {
+  for (const TracedCall& c : calls) {
+    if (c.name.rfind("cudaLaunch", 0) == 0 && 1ull * c.grid.x * c.grid.y * c.grid.z == 0) return &c;
+  }
+  return nullptr;
+}
+
 std::vector<std::string> Trace::synchronizations() const {
   std::vector<std::string> out;
   for (const char* name : {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize"}) {

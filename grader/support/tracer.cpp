@@ -82,9 +82,11 @@ struct Collector {
   const void* program_base = nullptr;
 };
 
+// Never destroyed: CUPTI may hand back buffers while the process exits, after static
+// destructors have run.
 Collector& collector() {
-  static Collector c;
-  return c;
+  static Collector* c = new Collector;
+  return *c;
 }
 
 // WORKBOOK_TRACER_DEBUG=1 prints the raw ids and addresses the tracer matches (for grader developers).
@@ -93,8 +95,10 @@ bool debug() {
   return on;
 }
 
-// The thread's runtime launch call in progress: driver launches nested in it inherit its origin.
-thread_local const LaunchOrigin* current_runtime_launch = nullptr;
+// The thread's runtime launch call in progress: driver launches nested in it inherit its
+// origin. A copy, not a pointer into the collector, so nothing dangles if a call never exits.
+thread_local bool in_runtime_launch = false;
+thread_local LaunchOrigin current_runtime_launch;
 
 std::string file_name(const char* path) {
   if (path == nullptr) return "an unknown library";
@@ -327,17 +331,26 @@ void decode_call(CUpti_CallbackId id, const CUpti_CallbackData* data, TracedCall
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
-      with_stream(params_of<cudaLaunchKernel_v7000_params>(data).stream);
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000: {
+      const auto& p = params_of<cudaLaunchKernel_v7000_params>(data);
+      with_stream(p.stream);
+      call.grid = p.gridDim, call.block = p.blockDim;
       break;
+    }
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
-      with_stream(params_of<cudaLaunchCooperativeKernel_v9000_params>(data).stream);
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
+      const auto& p = params_of<cudaLaunchCooperativeKernel_v9000_params>(data);
+      with_stream(p.stream);
+      call.grid = p.gridDim, call.block = p.blockDim;
       break;
+    }
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
       const auto& p = params_of<cudaLaunchKernelExC_v11060_params>(data);
-      if (p.config) with_stream(p.config->stream);
+      if (p.config) {
+        with_stream(p.config->stream);
+        call.grid = p.config->gridDim, call.block = p.config->blockDim;
+      }
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020: {
@@ -388,6 +401,7 @@ void on_runtime_call(Collector& c, CUpti_CallbackId id, const CUpti_CallbackData
     std::uint64_t now = 0;
     cuptiGetTimestamp(&now);
     *data->correlationData = now;
+    in_runtime_launch = false;
     if (function != nullptr) {
       LaunchOrigin origin;
       origin.launched_by = caller_binary(function);
@@ -399,11 +413,14 @@ void on_runtime_call(Collector& c, CUpti_CallbackId id, const CUpti_CallbackData
       decode_call(id, data, probe);
       origin.stream = probe.stream;
       origin.stream_known = probe.has_stream;
+      current_runtime_launch = origin;
+      in_runtime_launch = true;
       const std::lock_guard<std::mutex> lock(c.mutex);
-      current_runtime_launch = &(c.launches[data->correlationId] = origin);
+      c.launches[data->correlationId] = origin;
     }
     return;
   }
+  in_runtime_launch = false;
   TracedCall call;
   call.name = plain_call_name(data->functionName ? data->functionName : "?");
   call.result = *static_cast<const cudaError_t*>(data->functionReturnValue);
@@ -411,7 +428,6 @@ void on_runtime_call(Collector& c, CUpti_CallbackId id, const CUpti_CallbackData
   cuptiGetTimestamp(&call.exit_ns);
   decode_call(id, data, call);
   const std::lock_guard<std::mutex> lock(c.mutex);
-  if (function != nullptr) current_runtime_launch = nullptr;
   if (debug() && is_copy_call(call.name)) {
     std::fprintf(stderr, "[tracer] %s correlation %u\n", call.name.c_str(), data->correlationId);
   }
@@ -424,13 +440,12 @@ void on_runtime_call(Collector& c, CUpti_CallbackId id, const CUpti_CallbackData
 void on_driver_launch(Collector& c, CUpti_CallbackId id, const CUpti_CallbackData* data) {
   if (data->callbackSite != CUPTI_API_ENTER) return;
   LaunchOrigin origin;
-  const LaunchOrigin* runtime = current_runtime_launch;
   if (debug()) {
     std::fprintf(stderr, "[tracer] driver %s correlation %u inside a runtime launch: %d\n", data->functionName,
-                 data->correlationId, runtime != nullptr);
+                 data->correlationId, static_cast<int>(in_runtime_launch));
   }
-  if (runtime != nullptr) {
-    origin = *runtime;
+  if (in_runtime_launch) {
+    origin = current_runtime_launch;
   } else {
     origin.launched_by = caller_binary(nullptr);
     if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
@@ -531,16 +546,24 @@ Tracer::Tracer() {
   cuptiGetTimestamp(&c.trace.begin_ns);
 }
 
+// Stops recording in the one order CUPTI is happy with: callbacks off (so the grader's own
+// wait is not traced), wait for the GPU, collect the records, activity off. After a sticky
+// CUDA error (a crashed kernel) the records are left uncollected: they would not be read.
+cudaError_t stop_recording(Collector& c) {
+  cuptiEnableDomain(0, c.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+  for (const CUpti_CallbackId id : kDriverLaunches) cuptiEnableCallback(0, c.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  const cudaError_t waited = cudaDeviceSynchronize();
+  if (waited == cudaSuccess) cuptiActivityFlushAll(1);
+  for (const CUpti_ActivityKind kind : kActivities) cuptiActivityDisable(kind);
+  in_runtime_launch = false;
+  return waited;
+}
+
 Trace Tracer::finish() {
   Collector& c = collector();
   std::uint64_t returned = 0;
   cuptiGetTimestamp(&returned);
-  // The callbacks go off first, so the grader's own wait below is not part of the trace.
-  cuptiEnableDomain(0, c.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
-  for (const CUpti_CallbackId id : kDriverLaunches) cuptiEnableCallback(0, c.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-  const cudaError_t waited = cudaDeviceSynchronize();
-  cuptiActivityFlushAll(1);
-  enable(c, false);
+  const cudaError_t waited = stop_recording(c);
   finished_ = true;
   Trace trace;
   {
@@ -558,12 +581,18 @@ Trace Tracer::finish() {
   return trace;
 }
 
+Trace Tracer::finish_quietly() noexcept {
+  try {
+    return finish();
+  } catch (...) {
+    return Trace{};  // the GPU failed while waiting: the work's own error says more
+  }
+}
+
 Tracer::~Tracer() {
   if (finished_) return;
   Collector& c = collector();
-  enable(c, false);
-  (void)cudaDeviceSynchronize();
-  cuptiActivityFlushAll(1);
+  (void)stop_recording(c);
   const std::lock_guard<std::mutex> lock(c.mutex);
   c.active = false;
 }

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -78,6 +79,7 @@ struct TracedCall {
   bool has_stream = false;
   const void* pointer = nullptr;  ///< allocations: the pointer returned; frees: the pointer freed; events: the event
   std::size_t bytes = 0;          ///< allocations and copies: the size asked for
+  dim3 grid{0, 0, 0}, block{0, 0, 0};  ///< launches: the configuration asked for (a rejected one too)
   std::uint64_t enter_ns = 0, exit_ns = 0;  ///< host timestamps, on the same clock as the GPU's
 };
 
@@ -105,6 +107,8 @@ struct Trace {
   std::size_t device_bytes_not_freed() const;
   /// How many of those allocations were not freed.
   std::size_t allocations_not_freed() const;
+  /// The first launch call whose grid had no blocks (rejected by CUDA), or nullptr.
+  const TracedCall* empty_grid_launch() const;
   /// Device-wide or stream/event waits the work made (cudaDeviceSynchronize,
   /// cudaStreamSynchronize, cudaEventSynchronize), by name and count: "cudaDeviceSynchronize x 2".
   std::vector<std::string> synchronizations() const;
@@ -144,6 +148,9 @@ public:
   /// Stops recording, waits for the GPU to finish what was recorded, and returns it. Throws
   /// workbook::CudaError when that wait fails (a kernel of the work crashed).
   Trace finish();
+  /// finish() for when the work itself failed: what was recorded, or an empty trace when the
+  /// GPU cannot be waited for; never throws.
+  Trace finish_quietly() noexcept;
   ~Tracer();
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
@@ -162,19 +169,43 @@ private:
 template <class Work>
 std::optional<Trace> trace(Work&& work);
 
+/// The same, for work that may throw: the exception is stored in \p thrown (not rethrown) and
+/// the trace of what happened up to it is returned, so a verdict can say what the failing
+/// call did on the GPU.
+template <class Work>
+std::optional<Trace> trace(Work&& work, std::exception_ptr& thrown);
+
 /// Implementation detail of trace(): false (work untraced) under the sanitizer, true when a
 /// Tracer can start; fails the current test otherwise.
 bool tracing_possible();
 
 template <class Work>
-std::optional<Trace> trace(Work&& work) {
+std::optional<Trace> trace(Work&& work, std::exception_ptr& thrown) {
+  thrown = nullptr;
   if (!tracing_possible()) {
-    work();
+    try {
+      work();
+    } catch (...) {
+      thrown = std::current_exception();
+    }
     return std::nullopt;
   }
   Tracer tracer;
-  work();
+  try {
+    work();
+  } catch (...) {
+    thrown = std::current_exception();
+    return tracer.finish_quietly();
+  }
   return tracer.finish();
+}
+
+template <class Work>
+std::optional<Trace> trace(Work&& work) {
+  std::exception_ptr thrown;
+  std::optional<Trace> result = trace(std::forward<Work>(work), thrown);
+  if (thrown) std::rethrow_exception(thrown);
+  return result;
 }
 
 }  // namespace grader

@@ -8,6 +8,8 @@
 #include <catch2/catch_test_macros.hpp>
 #include <cublas_v2.h>
 
+#include <algorithm>
+#include <exception>
 #include <iostream>
 #include <vector>
 
@@ -122,4 +124,53 @@ TEST_CASE("the trace shows a call returning before the GPU finished its work", "
   CHECK(trace->returned_ns < trace->kernels[0].end_ns);
   CHECK(trace->kernels[0].ms() > 15.0);
   CHECK(trace->returned_ns > trace->begin_ns);
+}
+
+TEST_CASE("a call that throws inside a trace still returns what it did, and tracing goes on", "[tracer][gpu]") {
+  grader::require_gpu();
+  workbook::DeviceBuffer<float> x(64);
+  std::exception_ptr thrown;
+  const auto trace = grader::trace([&] {
+    probe_kernel<<<0, 32>>>(x.data(), 64);  // 0 blocks: rejected
+    WORKBOOK_CHECK_LAUNCH();
+  }, thrown);
+  REQUIRE(thrown);
+  CHECK_THROWS_AS(std::rethrow_exception(thrown), workbook::CudaError);
+  REQUIRE(trace);
+  REQUIRE(trace->count_calls("cudaLaunchKernel") == 1);
+  const auto& launch = *std::find_if(trace->calls.begin(), trace->calls.end(),
+                                     [](const grader::TracedCall& c) { return c.name == "cudaLaunchKernel"; });
+  CHECK(launch.grid.x == 0);
+  CHECK(launch.block.x == 32);
+  CHECK(launch.result != cudaSuccess);
+  CHECK(trace->kernels.empty());
+  // The plain form rethrows, and the next trace works.
+  CHECK_THROWS_AS(grader::trace([&] {
+    probe_kernel<<<0, 32>>>(x.data(), 64);
+    WORKBOOK_CHECK_LAUNCH();
+  }), workbook::CudaError);
+  const auto next = grader::trace([&] { probe_kernel<<<1, 32>>>(x.data(), 64); });
+  REQUIRE(next);
+  CHECK(next->kernels_named("probe_kernel").size() == 1);
+}
+
+namespace {
+__global__ void write_through_null(float* x) { x[threadIdx.x] = 1.0f; }
+}  // namespace
+
+// Last in this file: an illegal address poisons the process (ctest runs each case alone).
+TEST_CASE("an illegal address inside a trace is the work's error, not a crash of the tracer", "[tracer][gpu]") {
+  grader::require_gpu();
+  std::exception_ptr thrown;
+  const auto trace = grader::trace([] {
+    write_through_null<<<1, 32>>>(nullptr);
+    WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+  }, thrown);
+  REQUIRE(thrown);
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const workbook::CudaError& e) {
+    CHECK(e.code() == cudaErrorIllegalAddress);
+  }
+  CHECK(trace.has_value());
 }
