@@ -423,7 +423,13 @@ void on_runtime_call(Collector& c, CUpti_CallbackId id, const CUpti_CallbackData
   in_runtime_launch = false;
   TracedCall call;
   call.name = plain_call_name(data->functionName ? data->functionName : "?");
-  call.result = *static_cast<const cudaError_t*>(data->functionReturnValue);
+  // Only calls that return a cudaError_t have one to read: cudaGetErrorName and
+  // cudaGetErrorString return text, and CUPTI gives them no return value (reading it crashed
+  // every trace in which a CudaError was built, as seen on an H100).
+  const bool returns_error_code = call.name.rfind("cudaGetError", 0) != 0;
+  call.result = returns_error_code && data->functionReturnValue != nullptr
+                    ? *static_cast<const cudaError_t*>(data->functionReturnValue)
+                    : cudaSuccess;
   call.enter_ns = *data->correlationData;
   cuptiGetTimestamp(&call.exit_ns);
   decode_call(id, data, call);
