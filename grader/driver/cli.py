@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from . import build, gpu_processes
+from .file_lock import LockError
 from .gpu_lock import GpuLock
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
@@ -138,7 +139,9 @@ class Grader:
         return timeout * SANITIZER_SLOWDOWN if self.args.sanitize else timeout
 
     def _correctness(self, program: str, lesson: Lesson, task) -> PhaseResult:
-        with self.gpu.shared():
+        # Side by side with other gradings, unless its checks compare timings (the manifest says).
+        timed = task.correctness_timed and not self.args.sanitize
+        with self.gpu.exclusive() if timed else self.gpu.shared():
             return self._correctness_phase(program, lesson, task)
 
     def _correctness_phase(self, program: str, lesson: Lesson, task) -> PhaseResult:
@@ -248,6 +251,17 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
         print(f"grade: {e}", file=sys.stderr)
         return EXIT_BUILD
 
+    try:
+        return grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, programs, reference,
+                               compile_failures)
+    except LockError as e:
+        print(f"grade: {e}", file=sys.stderr)
+        return EXIT_BUILD
+
+
+def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, programs, reference,
+                    compile_failures) -> int:
+    """Everything after the build: the device query, the grading, the reports."""
     device_query = query_device(index, tree)
     if device_query.returncode != 0:
         reason = device_query.stderr.decode(errors="replace").strip() or "the GPU could not be queried."

@@ -21,6 +21,10 @@ def program_name() -> str:
     return f"./{name}" if name in ("grade", "sweep") else name
 
 
+class LockError(Exception):
+    """A lock file cannot be made: the message says where and what to set."""
+
+
 def open_shared_file(path: Path) -> int:
     """Opens `path`, creating it readable and writable by every user: on a course server
     several users grade on the same GPU and share its lock files. An existing file is opened
@@ -37,6 +41,9 @@ def open_shared_file(path: Path) -> int:
             fd = os.open(str(path), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
             continue  # another process created it just now
+        except OSError as e:
+            raise LockError(f"cannot create the lock file {path} ({e.strerror}). Set WORKBOOK_LOCK_DIR to a "
+                            "directory that every grading on this machine can write.") from e
         try:
             os.fchmod(fd, 0o666)  # os.open's mode went through the umask
         except OSError:

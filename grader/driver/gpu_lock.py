@@ -115,7 +115,12 @@ class GpuLock:
     def _hold(self, mode: str) -> Iterator[None]:
         if self.held:  # taking the other mode while holding one could wait forever on ourselves
             raise RuntimeError(f"the GPU lock is held ({self.held}) already: release it before taking {mode}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise file_lock.LockError(f"cannot create the lock file {self.path} ({e.strerror}). Set "
+                                      f"{LOCK_DIR_ENV} to a directory that every grading on this machine can "
+                                      "write.") from e
         gate = file_lock.open_shared_file(self.gate)
         try:
             waited = file_lock.acquire(gate, fcntl.LOCK_EX, self.why_waiting, self.say)

@@ -22,6 +22,9 @@ class Task:
     perf_threshold: Optional[float] = None
     hints: List[str] = field(default_factory=list)
     optional: bool = False  # a challenge: its points are a bonus on top of the lesson's total
+    # Its correctness tests compare timings (lesson 02's event timer with the helper's), so they
+    # run alone on the GPU like a performance phase, not side by side with other gradings.
+    correctness_timed: bool = False
 
     @property
     def tag(self) -> str:
@@ -75,6 +78,7 @@ def _task(raw: dict, slug: str) -> Task:
             perf_threshold=float(perf["threshold"]) if "threshold" in perf else None,
             hints=[str(h) for h in raw.get("hints", [])],
             optional=bool(raw.get("optional", False)),
+            correctness_timed=bool(raw.get("correctness_timed", False)),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise ManifestError(f"lesson {slug}: a task is missing or has a bad field: {e}") from e
@@ -123,7 +127,7 @@ def select_lessons(lessons: List[Lesson], selectors: List[str]) -> List[Lesson]:
         key = selector.strip().lower().replace("-", "_").rstrip("/")
         key = key.split("/")[-1]
         task_id = None
-        task_part = re.match(r"^(\d+)\.(\d+)$", key)
+        task_part = re.match(r"^(.+)\.(\d+)$", key)
         if task_part:
             key, task_id = task_part.group(1), int(task_part.group(2))
         match = [l for l in lessons

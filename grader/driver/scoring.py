@@ -170,7 +170,9 @@ def timeout_details(phase: PhaseResult) -> str:
                     hint("timeout-stuck", "one launch ran for the rest of the time limit without finishing: a "
                                           "loop that never ends (does every loop advance, i += stride, and stop, "
                                           "i < n?) or vastly more work than the task needs."))
-        if done:
+        # Slow only when the open wait is no longer than the finished ones could explain;
+        # in between (long, but short of half the limit) the facts say all that is known.
+        if done and stuck_for <= STUCK_FACTOR * max(longest, 0.1):
             return (facts + waiting + earlier + "\n" +
                     hint("timeout-slow", f"the test was still making progress: {len(done)} GPU waits had finished, "
                                          f"the slowest in {longest:.2f} s, so the kernels end, but too slowly for "

@@ -13,6 +13,7 @@ from unittest import mock
 from helpers import phase  # noqa: F401  (puts the driver on sys.path)
 from driver import gpu_lock
 from driver.gpu_lock import GpuLock
+from driver.file_lock import LockError
 from lock_helpers import Holder
 
 LOCK_ID = "GPU-00000000-test"  # what lock_helpers' stand-in locks
@@ -115,6 +116,13 @@ class GpuLockTest(unittest.TestCase):
             self.assertEqual(stat.S_IMODE(path.stat().st_mode), 0o666, path)
         self.assertEqual(lock.path.name, f"cuda-workbook-gpu-{LOCK_ID}.lock")
         self.assertEqual(lock.path.parent, self.work / "locks")
+
+    def test_a_lock_directory_nobody_can_write_says_what_to_set(self):
+        with mock.patch.dict(os.environ, {gpu_lock.LOCK_DIR_ENV: "/proc/no-such-dir"}):
+            lock = GpuLock("GPU-x", "t", say=lambda _: None)
+            with self.assertRaisesRegex(LockError, "cannot create the lock file.*WORKBOOK_LOCK_DIR"):
+                with lock.shared():
+                    pass
 
     def test_one_mode_at_a_time(self):
         with mock.patch.dict(os.environ, self.env):

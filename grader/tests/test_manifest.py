@@ -37,6 +37,13 @@ class ManifestTest(unittest.TestCase):
         self.assertEqual(len(lessons[0].tasks), 2)  # the manifest's lesson is left as it was
         with self.assertRaisesRegex(ManifestError, "no task 7; its tasks are 1, 2"):
             select_lessons(lessons, ["01.7"])
+        [by_name] = select_lessons(lessons, ["vector_add.2"])
+        self.assertEqual([t.id for t in by_name.tasks], [2])
+
+    def test_correctness_that_compares_timings_is_marked(self):
+        real = load_manifest(ROOT / "lessons" / "manifest.json")
+        timed = [(l.slug, t.id) for l in real for t in l.tasks if t.correctness_timed]
+        self.assertEqual(timed, [("02_multiply_add", 3)])
 
     def test_an_unknown_lesson_names_the_known_ones(self):
         with self.assertRaisesRegex(ManifestError, "no lesson matches 'matmul'.*01_vector_add"):

@@ -162,9 +162,10 @@ class GraderPerformanceTest(unittest.TestCase):
         self.env.stop()
         self.tmp.cleanup()
 
-    def grade(self, *values):
+    def grade(self, *values, the_lesson=None):
         """Grades helpers' lesson 01 with the student's performance phase giving `values` in turn."""
         values = list(values)
+        the_lesson = the_lesson or lesson()
         grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None), {}, {"01_vector_add": "reference"},
                             {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0}, seed=1, tree="alice_1a2b3c4d")
 
@@ -177,7 +178,7 @@ class GraderPerformanceTest(unittest.TestCase):
             return result
 
         with mock.patch.object(cli, "run_phase", run_phase), contextlib.redirect_stdout(io.StringIO()) as out:
-            result = grader.grade_lesson(lesson(), "student")
+            result = grader.grade_lesson(the_lesson, "student")
         self.output = out.getvalue()
         return result.tasks[0].performance
 
@@ -188,6 +189,12 @@ class GraderPerformanceTest(unittest.TestCase):
         self.grade(0.70)
         self.assertEqual([held for _, spec, held in self.runs if "~[perf]" in spec], ["SH", "SH"])
         self.assertEqual(self.timed(), [("student", "EX"), ("reference", "EX")])
+
+    def test_correctness_that_compares_timings_is_exclusive_too(self):
+        timed_lesson = lesson()
+        timed_lesson.tasks[0].correctness_timed = True
+        self.grade(0.70, the_lesson=timed_lesson)
+        self.assertEqual([held for _, spec, held in self.runs if "~[perf]" in spec], ["EX", "SH"])
 
     def test_a_figure_within_the_margin_is_measured_again(self):
         performance = self.grade(0.58, 0.62)

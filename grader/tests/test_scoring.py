@@ -53,6 +53,13 @@ class CorrectnessTest(unittest.TestCase):
         self.assertIn("20 GPU waits had finished", r.details)
         self.assertNotIn("timeout-stuck", r.details)
 
+    def test_a_long_open_wait_short_of_half_the_limit_is_neither_stuck_nor_slow(self):
+        # Host work used the first 18 s; then one wait open for 12 s after waits of 0.01 s.
+        r = self.judge(phase(timed_out=True, timeout_s=30, elapsed_s=30.0, wait_durations_s=[0.01] * 5,
+                             open_wait=("a launch", 18.0)))
+        self.assertNotIn("Hint [", r.details.split("\nHint 1")[0])
+        self.assertIn("for the last 12.0 s", r.details)
+
     def test_a_timeout_without_wait_records_names_no_cause(self):
         r = self.judge(phase(timed_out=True, timeout_s=30, elapsed_s=30.0))
         self.assertEqual(r.details.split("\nHint 1")[0], "The test did not finish within 30 s.")

@@ -27,6 +27,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from driver import build
 from driver.cli import query_device, resolve_tree
+from driver.file_lock import LockError
 from driver.gpu_lock import GpuLock
 from driver.manifest import ManifestError, load_manifest, select_lessons
 from sweep_schema import COLUMNS, TRANSFERS, CsvError, is_transfer, left_out_note, read_sweep
@@ -320,7 +321,11 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
         print(f"sweep: {e}", file=sys.stderr)
         return EXIT_BUILD
 
-    device_query = query_device(index)
+    try:
+        device_query = query_device(index)
+    except LockError as e:
+        print(f"sweep: {e}", file=sys.stderr)
+        return EXIT_BUILD
     if device_query.returncode != 0:
         reason = device_query.stderr.decode(errors="replace").strip() or "the GPU could not be queried."
         print(f"sweep: nothing was timed. {reason}", file=sys.stderr)
@@ -368,9 +373,13 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
                 continue
             # Transfers (and lesson 03's baselines) are timed by the first run that gets to the end;
             # a run after a crash times them again and the repeats are dropped, so none is lost.
-            with gpu.exclusive():
-                swept = sweep_implementation(program, implementation,
-                                             options + ([] if not transfers_done else ["--no-transfers"]), env)
+            try:
+                with gpu.exclusive():
+                    swept = sweep_implementation(program, implementation,
+                                                 options + ([] if not transfers_done else ["--no-transfers"]), env)
+            except LockError as e:
+                print(f"sweep: {e}", file=sys.stderr)
+                return EXIT_BUILD
             if swept.code == PROGRAM_NO_GPU:
                 return EXIT_NO_GPU
             for row in swept.rows:
