@@ -200,6 +200,10 @@ std::string round_trip_problems(const grader::Trace& t, std::size_t n) {
              << 2 * array_bytes << " bytes.";
   }
   const std::size_t out = t.bytes_copied(grader::CopyDirection::DeviceToHost);
+  if (out > array_bytes) {
+    problems << "\n- it copied " << out << " bytes back to the host, but c holds " << n << " x 4 = " << array_bytes
+             << " bytes: the copy writes past the end of c.";
+  }
   if (out < array_bytes) {
     problems << "\n- it copied " << out << " bytes back to the host; the result c is " << n << " x 4 = " << array_bytes
              << " bytes" << (out == 0 ? " (no device -> host copy at all)" : "") << ".";
@@ -259,11 +263,9 @@ TEST_CASE("Task 3: vector_add_host does the whole round trip", "[task_3]") {
       const std::string problems = round_trip_problems(*r.trace, n);
       if (!problems.empty()) FAIL("vector_add_host(n = " << n << ") did not do the whole round trip:" << problems);
     }
-    // The launch's threads, as evidence for the diagnosis, when exactly one kernel ran.
-    const long long threads = r.trace && r.trace->kernels.size() == 1
-                                  ? 1LL * r.trace->kernels[0].grid.x * r.trace->kernels[0].block.x
-                                  : -1;
-    REQUIRE_THAT(r.out, grader::MatchesReference(r.expected, kExact, threads));
+    // c is host memory: only the copy back (or host code) writes it, never the kernel, so the
+    // kernel's launch is no evidence about c's guards and is not given to the diagnosis.
+    REQUIRE_THAT(r.out, grader::MatchesReference(r.expected, kExact));
     if (r.trace && r.trace->device_bytes_not_freed() > 0) {
       FAIL("vector_add_host(n = " << n << ") returned with " << r.trace->device_bytes_not_freed()
            << " bytes of device memory still allocated (" << r.trace->allocations_not_freed()

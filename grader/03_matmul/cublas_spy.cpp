@@ -14,11 +14,15 @@ namespace {
 std::mutex mutex;
 std::vector<std::string> calls;
 int gemms = 0;
+int failed_gemms = 0;
 
-void note(const char* name, bool gemm) {
+// Notes a call and passes its status through.
+cublasStatus_t note(const char* name, bool gemm, cublasStatus_t status) {
   const std::lock_guard<std::mutex> lock(mutex);
   if (std::find(calls.begin(), calls.end(), name) == calls.end()) calls.emplace_back(name);
   if (gemm) ++gemms;
+  if (gemm && status != CUBLAS_STATUS_SUCCESS) ++failed_gemms;
+  return status;
 }
 
 }  // namespace
@@ -29,6 +33,7 @@ void reset_cublas_calls() {
   const std::lock_guard<std::mutex> lock(mutex);
   calls.clear();
   gemms = 0;
+  failed_gemms = 0;
 }
 
 std::vector<std::string> cublas_calls() {
@@ -39,6 +44,11 @@ std::vector<std::string> cublas_calls() {
 int cublas_gemm_calls() {
   const std::lock_guard<std::mutex> lock(mutex);
   return gemms;
+}
+
+int cublas_failed_gemm_calls() {
+  const std::lock_guard<std::mutex> lock(mutex);
+  return failed_gemms;
 }
 
 }  // namespace grader
@@ -59,18 +69,22 @@ cublasStatus_t __real_cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation
                                                  cudaDataType, int, long long int, int, cublasComputeType_t,
                                                  cublasGemmAlgo_t);
 decltype(cublasLtCreate) __real_cublasLtCreate;
+decltype(cublasSgemm_v2_64) __real_cublasSgemm_v2_64;
+cublasStatus_t __real_cublasGemmEx_64(cublasHandle_t, cublasOperation_t, cublasOperation_t, int64_t, int64_t, int64_t,
+                                      const void*, const void*, cudaDataType, int64_t, const void*, cudaDataType,
+                                      int64_t, const void*, void*, cudaDataType, int64_t, cublasComputeType_t,
+                                      cublasGemmAlgo_t);
 decltype(cublasLtMatmul) __real_cublasLtMatmul;
 
 cublasStatus_t __wrap_cublasCreate_v2(cublasHandle_t* handle) {
-  note("cublasCreate", false);
-  return __real_cublasCreate_v2(handle);
+  return note("cublasCreate", false, __real_cublasCreate_v2(handle));
 }
 
 cublasStatus_t __wrap_cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
                                      int n, int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
                                      const float* beta, float* C, int ldc) {
-  note("cublasSgemm", true);
-  return __real_cublasSgemm_v2(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  return note("cublasSgemm", true,
+              __real_cublasSgemm_v2(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 
 cublasStatus_t __wrap_cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
@@ -78,18 +92,18 @@ cublasStatus_t __wrap_cublasGemmEx(cublasHandle_t handle, cublasOperation_t tran
                                    const void* B, cudaDataType Btype, int ldb, const void* beta, void* C,
                                    cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
                                    cublasGemmAlgo_t algo) {
-  note("cublasGemmEx", true);
-  return __real_cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,
-                             ldc, computeType, algo);
+  return note("cublasGemmEx", true,
+              __real_cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,
+                             ldc, computeType, algo));
 }
 
 cublasStatus_t __wrap_cublasSgemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
                                     int n, int k, const float* alpha, const void* A, cudaDataType Atype, int lda,
                                     const void* B, cudaDataType Btype, int ldb, const float* beta, void* C,
                                     cudaDataType Ctype, int ldc) {
-  note("cublasSgemmEx", true);
-  return __real_cublasSgemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,
-                              ldc);
+  return note("cublasSgemmEx", true,
+              __real_cublasSgemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,
+                              ldc));
 }
 
 cublasStatus_t __wrap_cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
@@ -97,9 +111,9 @@ cublasStatus_t __wrap_cublasSgemmStridedBatched(cublasHandle_t handle, cublasOpe
                                                 const float* A, int lda, long long int strideA, const float* B,
                                                 int ldb, long long int strideB, const float* beta, float* C, int ldc,
                                                 long long int strideC, int batchCount) {
-  note("cublasSgemmStridedBatched", true);
-  return __real_cublasSgemmStridedBatched(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB,
-                                          beta, C, ldc, strideC, batchCount);
+  return note("cublasSgemmStridedBatched", true,
+              __real_cublasSgemmStridedBatched(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB,
+                                          beta, C, ldc, strideC, batchCount));
 }
 
 cublasStatus_t __wrap_cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
@@ -109,14 +123,31 @@ cublasStatus_t __wrap_cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOp
                                                  const void* beta, void* C, cudaDataType Ctype, int ldc,
                                                  long long int strideC, int batchCount,
                                                  cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
-  note("cublasGemmStridedBatchedEx", true);
-  return __real_cublasGemmStridedBatchedEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype,
-                                           ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo);
+  return note("cublasGemmStridedBatchedEx", true,
+              __real_cublasGemmStridedBatchedEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype,
+                                           ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo));
+}
+
+cublasStatus_t __wrap_cublasSgemm_v2_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                        int64_t m, int64_t n, int64_t k, const float* alpha, const float* A,
+                                        int64_t lda, const float* B, int64_t ldb, const float* beta, float* C,
+                                        int64_t ldc) {
+  return note("cublasSgemm_64", true,
+              __real_cublasSgemm_v2_64(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc));
+}
+
+cublasStatus_t __wrap_cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                      int64_t m, int64_t n, int64_t k, const void* alpha, const void* A,
+                                      cudaDataType Atype, int64_t lda, const void* B, cudaDataType Btype, int64_t ldb,
+                                      const void* beta, void* C, cudaDataType Ctype, int64_t ldc,
+                                      cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  return note("cublasGemmEx_64", true,
+              __real_cublasGemmEx_64(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C,
+                                     Ctype, ldc, computeType, algo));
 }
 
 cublasStatus_t __wrap_cublasLtCreate(cublasLtHandle_t* handle) {
-  note("cublasLtCreate", false);
-  return __real_cublasLtCreate(handle);
+  return note("cublasLtCreate", false, __real_cublasLtCreate(handle));
 }
 
 cublasStatus_t __wrap_cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha,
@@ -125,9 +156,9 @@ cublasStatus_t __wrap_cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
                                      cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc,
                                      const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspaceSizeInBytes,
                                      cudaStream_t stream) {
-  note("cublasLtMatmul", true);
-  return __real_cublasLtMatmul(handle, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace,
-                               workspaceSizeInBytes, stream);
+  return note("cublasLtMatmul", true,
+              __real_cublasLtMatmul(handle, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace,
+                               workspaceSizeInBytes, stream));
 }
 
 }  // extern "C"

@@ -24,4 +24,7 @@ std::vector<std::string> cublas_calls();
 /// How many of those calls compute a matrix product (GEMM of any kind).
 int cublas_gemm_calls();
 
+/// How many of those GEMM calls returned a status other than CUBLAS_STATUS_SUCCESS.
+int cublas_failed_gemm_calls();
+
 }  // namespace grader

@@ -43,6 +43,11 @@ std::map<const void*, std::size_t> live_allocations(const std::vector<TracedCall
 
 }  // namespace
 
+bool is_kernel_launch(const std::string& call_name) {
+  return call_name == "cudaLaunchKernel" || call_name == "cudaLaunchKernelExC" ||
+         call_name == "cudaLaunchCooperativeKernel";
+}
+
 std::string launch_text(const TracedKernel& kernel) {
   return kernel.name + "<<<" + dims(kernel.grid) + ", " + dims(kernel.block) + ">>>";
 }
@@ -127,7 +132,7 @@ std::vector<TracedKernel> Trace::kernels_named(const std::string& name) const {
 std::vector<TracedKernel> Trace::library_kernels() const {
   std::vector<TracedKernel> out;
   for (const auto& k : kernels) {
-    if (!k.from_program()) out.push_back(k);
+    if (k.from_library()) out.push_back(k);
   }
   return out;
 }
@@ -158,7 +163,7 @@ std::size_t Trace::allocations_not_freed() const { return live_allocations(calls
 
 const TracedCall* Trace::empty_grid_launch() const {
   for (const TracedCall& c : calls) {
-    if (c.name.rfind("cudaLaunch", 0) == 0 && 1ull * c.grid.x * c.grid.y * c.grid.z == 0) return &c;
+    if (is_kernel_launch(c.name) && 1ull * c.grid.x * c.grid.y * c.grid.z == 0) return &c;
   }
   return nullptr;
 }
@@ -179,7 +184,8 @@ std::string Trace::describe() const {
   for (const auto& k : kernels) {
     std::string text = launch_text(k);
     if (k.stream_known) text += " on " + stream_text(k.stream);
-    if (!k.from_program()) text += " (launched by " + k.launched_by + ")";
+    if (k.from_library()) text += " (launched by " + k.launched_by + ")";
+    if (!k.origin_known) text += " (launched from where the grader could not see)";
     auto it = std::find_if(launches.begin(), launches.end(), [&](const auto& l) { return l.first == text; });
     if (it == launches.end()) {
       launches.emplace_back(text, 1);

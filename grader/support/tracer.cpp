@@ -59,7 +59,7 @@ std::string cupti_error(CUptiResult result) {
 
 // Where a launch came from, and on which stream handle.
 struct LaunchOrigin {
-  std::string launched_by;  // "" = the program's own code
+  std::string launched_by;  // "" = the program's own code, kUnknownCaller when not found
   cudaStream_t stream = nullptr;
   bool stream_known = false;
 };
@@ -106,6 +106,8 @@ std::string file_name(const char* path) {
   return slash ? slash + 1 : path;
 }
 
+const char* const kUnknownCaller = "?";
+
 // Which binary called into CUDA: "" for the grader program (the student's code and its
 // statically linked runtime), else the shared library's file name (libcublasLt.so.13). The
 // stack runs from this callback through CUPTI and the driver to the caller; the first frame
@@ -126,11 +128,16 @@ std::string caller_binary(const void* function) {
     if (!past_tracer) continue;  // the tracer's own frames, before CUDA called it
     return info.dli_fbase == collector().program_base ? std::string() : name;
   }
+  // A stub that dladdr places in a shared library names it; anything else is unknown (under
+  // CUDA 13 a program kernel's stub pointer is not a code address, so "not found" proves nothing).
+  // A launch through the driver API with no runtime launch around it is a library's: the
+  // program's own kernels go through its statically linked runtime.
   Dl_info info{};
-  if (function != nullptr && dladdr(function, &info) != 0 && info.dli_fbase != collector().program_base) {
-    return file_name(info.dli_fname);
+  if (function == nullptr) return "a library (driver API)";
+  if (dladdr(function, &info) != 0) {
+    return info.dli_fbase == collector().program_base ? std::string() : file_name(info.dli_fname);
   }
-  return function != nullptr ? std::string() : "a library (driver API)";
+  return kUnknownCaller;
 }
 
 MemoryKind memory_kind(std::uint8_t kind) {
@@ -175,12 +182,12 @@ void take_record(Collector& c, const CUpti_Activity* record) {
       kernel.end_ns = k->end;
       if (debug()) std::fprintf(stderr, "[tracer] kernel %s correlation %u\n", kernel.name.c_str(), k->correlationId);
       const auto origin = c.launches.find(k->correlationId);
-      if (origin != c.launches.end()) {
+      if (origin != c.launches.end() && origin->second.launched_by != kUnknownCaller) {
         kernel.launched_by = origin->second.launched_by;
         kernel.stream = origin->second.stream;
         kernel.stream_known = origin->second.stream_known;
       } else {
-        kernel.launched_by = "an unseen launch (a graph replay?)";
+        kernel.origin_known = false;  // a graph replay, or a caller the stack did not show
       }
       c.trace.kernels.push_back(std::move(kernel));
       break;

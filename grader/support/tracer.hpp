@@ -43,8 +43,11 @@ struct TracedKernel {
   std::uint32_t stream_id = 0;    ///< CUPTI's id of the stream it ran on
   std::uint64_t start_ns = 0, end_ns = 0;  ///< GPU timestamps
   std::string launched_by;  ///< "" when the grader program (the student's code) launched it, else the library's file name
+  bool origin_known = true; ///< false when no launch call was seen for it (a graph replay) or its caller was not found
   /// True when the program's own code launched it (not a shared library such as cuBLAS).
-  bool from_program() const { return launched_by.empty(); }
+  bool from_program() const { return origin_known && launched_by.empty(); }
+  /// True when a shared library (cuBLAS, ...) launched it.
+  bool from_library() const { return origin_known && !launched_by.empty(); }
   /// GPU time in milliseconds.
   double ms() const { return (end_ns - start_ns) * 1e-6; }
 };
@@ -97,6 +100,7 @@ struct Trace {
   /// Kernels whose name is \p name.
   std::vector<TracedKernel> kernels_named(const std::string& name) const;
   /// Kernels launched by a shared library (cuBLAS, ...), not by the program's own code.
+  /// Kernels whose origin is unknown (a CUDA graph replay) are in neither list.
   std::vector<TracedKernel> library_kernels() const;
   /// Kernels launched by the program's own code.
   std::vector<TracedKernel> program_kernels() const;
@@ -125,6 +129,9 @@ std::string direction_text(CopyDirection direction);
 std::string memory_text(MemoryKind kind);
 /// "the default stream" for the legacy or per-thread default stream, "stream 0x7f..." otherwise.
 std::string stream_text(cudaStream_t stream);
+/// True for the runtime calls that launch a kernel (cudaLaunchKernel, cudaLaunchKernelExC,
+/// cudaLaunchCooperativeKernel), not cudaLaunchHostFunc or cudaLaunchHostFunc-like calls.
+bool is_kernel_launch(const std::string& call_name);
 /// True for the legacy default stream (0 or cudaStreamLegacy) and the per-thread default stream.
 bool is_default_stream(cudaStream_t stream);
 /// A runtime callback's name without its version and per-thread suffixes:
