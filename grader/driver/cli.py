@@ -1,7 +1,9 @@
 """./grade: build and grade every lesson, or the ones named, and print the scoreboard.
 
-Exit codes: 0 everything passed; 1 something did not; 2 bad arguments or tree; 3 no GPU;
-4 the build itself could not be set up."""
+Exit codes: 0 everything passed; 1 something did not; 2 bad arguments or tree; 3 no GPU
+(everything compiled); 4 the build itself could not be set up; 5 no GPU, and a lesson does not
+compile. results.json and junit.xml are written in every case a lesson was looked at, with the
+reason for each task that was not run."""
 from __future__ import annotations
 
 import argparse
@@ -20,11 +22,11 @@ from .gpu_lock import GpuLock
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
 from .runner import PhaseResult, run_phase
-from .scoring import (COMPILE_ERROR, MISSING, PASSED, STATUS_LABELS, GradeRun, LessonResult, TaskResult,
+from .scoring import (COMPILE_ERROR, MISSING, PASSED, SKIPPED, STATUS_LABELS, GradeRun, LessonResult, TaskResult,
                       judge_correctness, judge_performance, lesson_not_gradable, near_threshold,
                       note_other_processes)
 
-EXIT_OK, EXIT_NOT_ALL_PASSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_NOT_ALL_PASSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD, EXIT_NO_GPU_NOR_COMPILE = 0, 1, 2, 3, 4, 5
 SANITIZER_SLOWDOWN = 10  # compute-sanitizer slows kernels and API calls this much, give or take
 
 
@@ -259,6 +261,24 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
         return EXIT_BUILD
 
 
+def not_graded(lessons: List[Lesson], tree_dir: Path, programs: Dict[str, str], compile_failures: Dict[str, str],
+               reason: str) -> List[LessonResult]:
+    """Every lesson's tasks with the reason they were not graded: the compiler's errors, a
+    missing folder, or `reason` (no GPU) for those that compiled."""
+    results = []
+    for lesson in lessons:
+        if lesson.slug in compile_failures:
+            results.append(lesson_not_gradable(lesson, COMPILE_ERROR, "does not compile",
+                                               f"The compiler's first errors:\n{compile_failures[lesson.slug]}"))
+        elif lesson.slug not in programs:
+            results.append(lesson_not_gradable(lesson, MISSING, f"no {lesson.slug}/ in {tree_dir}",
+                                               f"{tree_dir} has no folder {lesson.slug}/ with "
+                                               f"{', '.join(lesson.sources)}."))
+        else:
+            results.append(lesson_not_gradable(lesson, SKIPPED, (reason.splitlines() or ["not graded"])[0], reason))
+    return results
+
+
 def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, programs, reference,
                     compile_failures) -> int:
     """Everything after the build: the device query, the grading, the reports."""
@@ -270,9 +290,17 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
             print(f"Compiled: {', '.join(built)}.")
         for slug, errors in compile_failures.items():
             print(f"{slug} does not compile:\n{errors}")
-        print(f"Nothing was graded. {reason}" + (" The grader needs an NVIDIA GPU with its driver."
-                                                if device_query.returncode == EXIT_NO_GPU else ""))
-        return EXIT_NO_GPU if device_query.returncode == EXIT_NO_GPU else EXIT_BUILD
+        no_gpu = device_query.returncode == EXIT_NO_GPU
+        print(f"Nothing was graded. {reason}" + (" The grader needs an NVIDIA GPU with its driver." if no_gpu else ""))
+        # An LMS still gets its files: every task with the reason it was not run.
+        run = GradeRun(tree=str(tree_dir), seed=args.seed or 0, device={},
+                       lessons=not_graded(lessons, tree_dir, programs, compile_failures, f"not run: {reason}"),
+                       sanitize=args.sanitize)
+        paths = write_reports(run, args.results or results_dir(root, tree))
+        print(f"Wrote {' and '.join(paths)}.")
+        if not no_gpu:
+            return EXIT_BUILD
+        return EXIT_NO_GPU_NOR_COMPILE if compile_failures else EXIT_NO_GPU
     device = json.loads(device_query.stdout)
 
     seed = args.seed or random.randrange(1, 2**31)
@@ -280,17 +308,9 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
           f"(copy bandwidth {float(device.get('copy_bandwidth_gbps', 0)):.0f} GB/s)", flush=True)
     grader = Grader(args, index, reference, device, seed, tree)
     lesson_results = []
-    for lesson in lessons:
-        if lesson.slug in compile_failures:
-            lesson_results.append(lesson_not_gradable(
-                lesson, COMPILE_ERROR, "does not compile",
-                f"The compiler's first errors:\n{compile_failures[lesson.slug]}"))
-        elif lesson.slug not in programs:
-            lesson_results.append(lesson_not_gradable(
-                lesson, MISSING, f"no {lesson.slug}/ in {tree_dir}",
-                f"{tree_dir} has no folder {lesson.slug}/ with {', '.join(lesson.sources)}."))
-        else:
-            lesson_results.append(grader.grade_lesson(lesson, programs[lesson.slug]))
+    for lesson, ungraded in zip(lessons, not_graded(lessons, tree_dir, programs, compile_failures, "")):
+        graded = lesson.slug in programs and lesson.slug not in compile_failures
+        lesson_results.append(grader.grade_lesson(lesson, programs[lesson.slug]) if graded else ungraded)
 
     run = GradeRun(tree=str(tree_dir), seed=seed, device=device, lessons=lesson_results, sanitize=args.sanitize)
     print()
