@@ -22,7 +22,7 @@ from .gpu_lock import GpuLock
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
 from .runner import PhaseResult, run_phase
-from .scoring import (COMPILE_ERROR, MISSING, PASSED, SKIPPED, STATUS_LABELS, GradeRun, LessonResult, TaskResult,
+from .scoring import (COMPILE_ERROR, MISSING, SKIPPED, STATUS_LABELS, GradeRun, LessonResult, TaskResult,
                       judge_correctness, judge_performance, lesson_not_gradable, near_threshold,
                       note_other_processes)
 
@@ -261,22 +261,17 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
         return EXIT_BUILD
 
 
-def not_graded(lessons: List[Lesson], tree_dir: Path, programs: Dict[str, str], compile_failures: Dict[str, str],
-               reason: str) -> List[LessonResult]:
-    """Every lesson's tasks with the reason they were not graded: the compiler's errors, a
-    missing folder, or `reason` (no GPU) for those that compiled."""
-    results = []
-    for lesson in lessons:
-        if lesson.slug in compile_failures:
-            results.append(lesson_not_gradable(lesson, COMPILE_ERROR, "does not compile",
-                                               f"The compiler's first errors:\n{compile_failures[lesson.slug]}"))
-        elif lesson.slug not in programs:
-            results.append(lesson_not_gradable(lesson, MISSING, f"no {lesson.slug}/ in {tree_dir}",
-                                               f"{tree_dir} has no folder {lesson.slug}/ with "
-                                               f"{', '.join(lesson.sources)}."))
-        else:
-            results.append(lesson_not_gradable(lesson, SKIPPED, (reason.splitlines() or ["not graded"])[0], reason))
-    return results
+def cannot_grade(lesson: Lesson, tree_dir: Path, programs: Dict[str, str],
+                 compile_failures: Dict[str, str]) -> Optional[LessonResult]:
+    """The lesson's verdict when it cannot be graded at all (it does not compile, or the tree
+    has no folder for it); None when it can."""
+    if lesson.slug in compile_failures:
+        return lesson_not_gradable(lesson, COMPILE_ERROR, "does not compile",
+                                   f"The compiler's first errors:\n{compile_failures[lesson.slug]}")
+    if lesson.slug not in programs:
+        return lesson_not_gradable(lesson, MISSING, f"no {lesson.slug}/ in {tree_dir}",
+                                   f"{tree_dir} has no folder {lesson.slug}/ with {', '.join(lesson.sources)}.")
+    return None
 
 
 def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, programs, reference,
@@ -293,9 +288,10 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
         no_gpu = device_query.returncode == EXIT_NO_GPU
         print(f"Nothing was graded. {reason}" + (" The grader needs an NVIDIA GPU with its driver." if no_gpu else ""))
         # An LMS still gets its files: every task with the reason it was not run.
-        run = GradeRun(tree=str(tree_dir), seed=args.seed or 0, device={},
-                       lessons=not_graded(lessons, tree_dir, programs, compile_failures, f"not run: {reason}"),
-                       sanitize=args.sanitize)
+        not_run = f"not run: {reason}"
+        results = [cannot_grade(lesson, tree_dir, programs, compile_failures)
+                   or lesson_not_gradable(lesson, SKIPPED, not_run.splitlines()[0], not_run) for lesson in lessons]
+        run = GradeRun(tree=str(tree_dir), seed=args.seed or 0, device={}, lessons=results, sanitize=args.sanitize)
         paths = write_reports(run, args.results or results_dir(root, tree))
         print(f"Wrote {' and '.join(paths)}.")
         if not no_gpu:
@@ -307,10 +303,8 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
     print(f"Grading {tree_dir} with seed {seed} on {device.get('name')} "
           f"(copy bandwidth {float(device.get('copy_bandwidth_gbps', 0)):.0f} GB/s)", flush=True)
     grader = Grader(args, index, reference, device, seed, tree)
-    lesson_results = []
-    for lesson, ungraded in zip(lessons, not_graded(lessons, tree_dir, programs, compile_failures, "")):
-        graded = lesson.slug in programs and lesson.slug not in compile_failures
-        lesson_results.append(grader.grade_lesson(lesson, programs[lesson.slug]) if graded else ungraded)
+    lesson_results = [cannot_grade(lesson, tree_dir, programs, compile_failures)
+                      or grader.grade_lesson(lesson, programs[lesson.slug]) for lesson in lessons]
 
     run = GradeRun(tree=str(tree_dir), seed=seed, device=device, lessons=lesson_results, sanitize=args.sanitize)
     print()

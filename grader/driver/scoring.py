@@ -48,8 +48,10 @@ _CUDA_ERROR = re.compile(r"\b(cudaError[A-Za-z]+)\b")
 METRIC_LABELS = {"fraction_of_copy_bandwidth": "of the measured copy bandwidth",
                  "fraction_of_cublas": "of cuBLAS FP32", "fraction_of_cub": "of CUB"}
 
-# What to look at when a kernel is below its threshold, by metric.
-METRIC_HINTS = {
+# What to look at when a kernel is below its threshold, by metric. A checklist, not a hint:
+# the figure alone proves no cause, so it is labelled as such ("Hint [id]" is for causes the
+# evidence shows, each with a broken variant: grader/README.md).
+METRIC_CHECKLIST = {
     "fraction_of_copy_bandwidth": "a memory-bound kernel should move data at close to the copy bandwidth. Are "
                                   "consecutive threads reading consecutive elements, and does the grid give every SM "
                                   "work?",
@@ -332,9 +334,9 @@ def judge_performance(task: Task, correctness: ComponentResult, phase: Optional[
         metrics["measurements"] = 2
     if value >= threshold:
         return ComponentResult("performance", PASSED, points, points, summary, details, metrics)
-    hint = METRIC_HINTS.get(task.perf_metric)
-    if hint:
-        details += "\nHint: " + hint
+    checklist = METRIC_CHECKLIST.get(task.perf_metric)
+    if checklist:
+        details += "\nThings to check (the figure alone does not say which): " + checklist
     return ComponentResult("performance", FAILED, 0, points, summary + f", below the {threshold:.0%} threshold",
                            details, metrics)
 

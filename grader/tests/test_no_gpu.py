@@ -11,7 +11,7 @@ from pathlib import Path
 from unittest import mock
 
 from helpers import MANIFEST  # noqa: F401  (puts the driver on sys.path)
-from driver import build, cli
+from driver import build, cli, scoring
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_GPU = subprocess.CompletedProcess([], 3, b"", b"no CUDA-capable GPU was found on this machine")
@@ -63,7 +63,7 @@ class WithGpuTest(unittest.TestCase):
 
         def grade_lesson(grader, lesson, program):
             graded.append((lesson.slug, program))
-            return cli.lesson_not_gradable(lesson, cli.PASSED, "correct", "")
+            return scoring.lesson_not_gradable(lesson, scoring.PASSED, "correct", "")
 
         index = {"trees": {"exercises": {"dir": str(ROOT / "exercises"), "lessons": {
             "01_vector_add": "grade_01", "03_matmul": "grade_03"}}}}

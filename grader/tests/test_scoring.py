@@ -129,6 +129,9 @@ class PerformanceTest(unittest.TestCase):
         r = self.perf(0.001)
         self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
         self.assertIn("below the 60% threshold", r.summary)
+        # What to check is offered as a checklist, never as a hint: the figure proves no cause.
+        self.assertIn("Things to check (the figure alone does not say which): a memory-bound kernel", r.details)
+        self.assertNotIn("Hint", r.details)
 
     def test_the_reference_ratio_is_reported(self):
         reference = phase(("passed", [], {"fraction_of_copy_bandwidth": 0.9, "gbps": 2000.0}))
