@@ -1,0 +1,869 @@
+// Grader tests for lesson 04 (reductions: a block tree, a fast device-wide sum, a norm
+// through CUB, and the challenge).
+//
+// Every sum is checked against a float64 sum on the host of the very floats the GPU read, on
+// sizes around warps, blocks and a full wave of threads, a prime near 2^20 and (outside the
+// sanitizer) 2^26 and 2^28 as memory allows, on four inputs: uniform in [-1, 1], all ones, a
+// cancelling one (sum near 0, sum of |x| large) and a large offset (1000 + noise). The
+// tolerance is kC * ceil(log2 n) * u * sum|x| with u = 2^-24: a tree's error bound, relative
+// to sum|x| and never to |sum x| alone. Ones must come out exactly (n <= 2^24): every partial
+// sum of ones is an integer float32 holds exactly, so any dropped or doubled element shows.
+// Outputs are poisoned and guarded; the workspace starts as garbage; calls are repeated
+// without resetting anything; the tracer sees which kernels ran, on which stream, and what
+// was copied where. Performance is GB/s at 2^26 and 2^28 floats as a fraction of
+// cub::DeviceReduce::Sum timed in the same process (the lower of the two counts), and of the
+// measured copy bandwidth.
+#include "reduction.hpp"
+
+#include "diagnosis.hpp"
+#include "grader.hpp"
+#include "output_matcher.hpp"
+#include "tracer.hpp"
+
+#include "workbook/workbook.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+#include <cub/device/device_reduce.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr const char* kExercise = "exercises/04_reduction/reduction.cu";
+
+// The tolerance factor c. Calibrated on an H100 (grader/README.md): the reference solution's and
+// CUB's errors on every input here stayed below 0.05 of ceil(log2 n) * u * sum|x|; c = 2 leaves
+// room for any tree-shaped order of additions, and grid-stride runs of a few thousand elements
+// per thread, whose rounding errors add up like a random walk.
+constexpr double kC = 2.0;
+const double kUnitRoundoff = std::ldexp(1.0, -24);
+constexpr std::size_t kExactOnesLimit = std::size_t(1) << 24;  // ones sum exactly up to here
+constexpr unsigned kGarbageBits = 0xA5A5A5A5u;                 // what the workspace holds at first
+
+enum class Input { Uniform, Ones, Cancelling, Offset };
+
+std::string input_text(Input input) {
+  switch (input) {
+    case Input::Uniform: return "uniform in [-1, 1]";
+    case Input::Ones: return "all ones";
+    case Input::Cancelling: return "cancelling (x[i] = r[i] - r[i+1], r uniform in [-1000, 1000])";
+    case Input::Offset: return "offset (1000 + uniform in [-1, 1])";
+  }
+  return "?";
+}
+
+// Element i of an input, as the host computes it (a pure function of the seed and i).
+float input_value(Input input, std::uint64_t seed, std::size_t i) {
+  switch (input) {
+    case Input::Uniform: return workbook::random_uniform(seed, i, -1.0f, 1.0f);
+    case Input::Ones: return 1.0f;
+    case Input::Cancelling:
+      return workbook::random_uniform(seed, i, -1000.0f, 1000.0f) - workbook::random_uniform(seed, i + 1, -1000.0f, 1000.0f);
+    case Input::Offset: return 1000.0f + workbook::random_uniform(seed, i, -1.0f, 1.0f);
+  }
+  return 0.0f;
+}
+
+// n floats on the device (guarded by NaN), the same floats on the host, and their exact sums.
+struct Data {
+  Data(std::size_t n, Input kind, const std::string& name)
+      : input(kind), host(n), device(n, workbook::kInputGuardBits) {
+    const std::uint64_t seed = grader::seed_for(name + " " + std::to_string(n) + " " + input_text(kind));
+    for (std::size_t i = 0; i < n; ++i) host[i] = input_value(kind, seed, i);
+    if (n > 0) device.upload(host);
+  }
+  std::size_t size() const { return host.size(); }
+  double exact_sum() const { return sum(0, size()); }
+  double sum(std::size_t begin, std::size_t end) const {
+    double s = 0;
+    for (std::size_t i = begin; i < end; ++i) s += host[i];
+    return s;
+  }
+  double sum_abs(std::size_t begin, std::size_t end) const {
+    double s = 0;
+    for (std::size_t i = begin; i < end; ++i) s += std::abs(double(host[i]));
+    return s;
+  }
+  std::string text() const { return "n = " + std::to_string(size()) + ", " + input_text(input); }
+
+  Input input;
+  std::vector<float> host;
+  workbook::GuardedDeviceArray device;
+};
+
+int ceil_log2(std::size_t n) {
+  int levels = 0;
+  while ((std::size_t(1) << levels) < n) ++levels;
+  return levels;
+}
+
+// How far a float32 sum of \p count elements whose |x| add up to \p sum_abs may be from the exact
+// sum; 0 (exact) for ones within float32's integers.
+double sum_tolerance(std::size_t count, double sum_abs, Input input) {
+  if (input == Input::Ones && count <= kExactOnesLimit) return 0.0;
+  return kC * ceil_log2(count) * kUnitRoundoff * sum_abs;
+}
+
+bool within(double got, double want, double tolerance) {
+  return std::isfinite(got) && std::abs(got - want) <= tolerance;
+}
+
+// The sizes every correctness test covers: around a warp, the common blocks, one wave of the
+// GPU's threads, a prime near 2^20, one drawn from the seed; outside the sanitizer also 2^22.
+std::vector<std::size_t> correctness_sizes() {
+  const auto device = workbook::query_device();
+  const std::size_t wave = std::size_t(device.sm_count) * device.max_threads_per_sm;
+  std::vector<std::size_t> sizes{1, 2, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, 4 * 1024 + 3};
+  sizes.push_back(1 + grader::seed_for("size") % 100000);
+  if (grader::sanitize_mode()) return sizes;
+  for (const std::size_t n : {wave - 1, wave, wave + 1, wave * 4 + 1, std::size_t(1048573), std::size_t(1) << 22}) {
+    sizes.push_back(n);
+  }
+  return sizes;
+}
+
+// Ones first: their exact sum tells how many elements were dropped or doubled.
+std::vector<Input> inputs_for(std::size_t n) {
+  if (n > (std::size_t(1) << 22)) return {Input::Uniform, Input::Offset};
+  return {Input::Ones, Input::Uniform, Input::Cancelling, Input::Offset};
+}
+
+// One float of output on the device, guarded, and a workspace that starts as garbage.
+struct Output {
+  workbook::GuardedDeviceArray out{1};
+  workbook::DeviceBuffer<char> workspace{kWorkspaceBytes};
+  Output() { fill_garbage(); }
+  void fill_garbage() { workbook::fill_words_device(workspace.data(), kWorkspaceBytes / 4, kGarbageBits); }
+};
+
+// A device-wide sum under test: reduce_sum or reduce_sum_challenge.
+using SumFunction = void (*)(const float*, std::size_t, float*, void*, std::size_t, cudaStream_t);
+
+// What the grader knows about the function that produced a result, for the diagnosis.
+struct Subject {
+  std::string name;         // "reduce_sum"
+  SumFunction run = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+// Calls \p s on \p d into \p o and returns the result (waits for the GPU).
+float call(const Subject& s, Data& d, Output& o, const float* in = nullptr) {
+  s.run(in ? in : d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
+  grader::synchronize(s.name + " on " + d.text());
+  return o.out.download()[0];
+}
+
+// Ones on [begin, end) and zeros elsewhere: which elements the function adds.
+float sum_of_indicator(const Subject& s, std::size_t n, std::size_t begin, std::size_t end, Output& o) {
+  std::vector<float> host(n, 0.0f);
+  std::fill(host.begin() + begin, host.begin() + end, 1.0f);
+  workbook::GuardedDeviceArray device(n, workbook::kInputGuardBits);
+  device.upload(host);
+  o.out.poison();
+  s.run(device.data(), n, o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
+  grader::synchronize(s.name + " on ones at [" + std::to_string(begin) + ", " + std::to_string(end) + ")");
+  return o.out.download()[0];
+}
+
+std::string count_text(double k, const char* one, const char* many) {
+  std::ostringstream s;
+  s << k << " " << (k == 1 ? one : many);
+  return s.str();
+}
+
+// Why a device-wide sum is wrong: the facts, and a hint only where a rerun shows the cause.
+std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unwritten) {
+  const std::size_t n = d.size();
+  const double want = d.exact_sum(), tolerance = sum_tolerance(n, d.sum_abs(0, n), d.input);
+  std::ostringstream out;
+  out << s.name << " on " << d.text() << ": expected " << workbook::format_value(want) << ", got "
+      << workbook::format_value(got, unwritten) << " (tolerance " << tolerance << ").\n";
+
+  // The result depends on what *out held before the call: set it to 0 and compare.
+  if (unwritten) return out.str() + "*out was never written.";
+  if (!std::isfinite(got) || !within(got, want, tolerance)) {
+    workbook::fill_words_device(o.out.data(), 1, 0u);
+    s.run(d.device.data(), n, o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
+    grader::synchronize(s.name + " with *out set to 0 first");
+    const float from_zero = o.out.download()[0];
+    if (within(from_zero, want, tolerance)) {
+      return out.str() + grader::hint("stale-accumulator",
+                                      "with *out set to 0 before the call instead of the grader's NaN, the result is "
+                                      "right: " + s.name + " adds to whatever *out holds. Nobody zeroes it for you, and "
+                                      "the next call finds the last result there: zero it on the stream at the start of "
+                                      "every call (cudaMemsetAsync), or write the result once instead of adding to it.");
+    }
+  }
+  if (d.input == Input::Ones && n <= kExactOnesLimit && std::isfinite(got) && got == std::floor(got)) {
+    const double k = double(n) - got;
+    if (k > 0) {
+      const float head = sum_of_indicator(s, n, 0, n - std::size_t(k), o);
+      const float tail = sum_of_indicator(s, n, n - std::size_t(k), n, o);
+      if (head == float(n - std::size_t(k)) && tail == 0.0f) {
+        return out.str() + grader::hint("dropped-tail", "the sum of " + std::to_string(n) + " ones came out " +
+                                        workbook::format_value(got) + ", and ones on the last " +
+                                        count_text(k, "element", "elements") + " alone sum to 0: the tail past the "
+                                        "last whole chunk (float4, block or grid step) is never added. Every element "
+                                        "from 0 to n - 1 must be added once.");
+      }
+      return out.str() + grader::hint("dropped-elements", "the sum of " + std::to_string(n) + " ones came out " +
+                                      workbook::format_value(got) + ": " + count_text(k, "element was", "elements were") +
+                                      " never added.");
+    }
+    if (k < 0) {
+      return out.str() + grader::hint("counted-twice", "the sum of " + std::to_string(n) + " ones came out " +
+                                      workbook::format_value(got) + ": " + count_text(-k, "element was", "elements were") +
+                                      " added twice. Do two parts of the code (the grid-stride loop and a tail, or two "
+                                      "threads) cover the same indices?");
+    }
+  }
+  // A race: the same input, a different result.
+  for (int again = 0; again < 3; ++again) {
+    o.out.poison();
+    const float other = call(s, d, o);
+    if (std::isfinite(got) != std::isfinite(other) || (std::isfinite(got) && !within(other, got, 2 * tolerance))) {
+      return out.str() + grader::hint("reduction-race", "the same input gave " + workbook::format_value(got) + " and " +
+                                      "then " + workbook::format_value(other) + ": threads race. In a tree that is a "
+                                      "__syncthreads() missing between two levels, or a warp stage that reads shared "
+                                      "memory without __syncwarp() or shuffles. ./grade --sanitize 04 runs racecheck, "
+                                      "which names the line.");
+    }
+  }
+  if (!std::isfinite(got)) {
+    out << "The input holds only finite numbers, and the grader surrounds it with NaN: a NaN result comes from "
+           "reading outside in[0 .. n-1], or shared memory or workspace that was never written.";
+  }
+  return out.str();
+}
+
+// Calls \p s on \p d into \p o and fails with the diagnosis when the result or the guards are wrong.
+void check_sum(const Subject& s, Data& d, Output& o) {
+  o.out.poison();
+  s.run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
+  grader::synchronize(s.name + " on " + d.text());
+  const grader::DeviceOutput result = grader::read_back(o.out);
+  const float got = result.values[0];
+  const bool unwritten = workbook::is_poison(got);
+  const double want = d.exact_sum(), tolerance = sum_tolerance(d.size(), d.sum_abs(0, d.size()), d.input);
+  if (!result.guards.intact()) {
+    FAIL(s.name << " on " << d.text() << " wrote outside *out (one float): " << result.guards.describe(1) << ".");
+  }
+  if (!unwritten && within(got, want, tolerance)) return;
+  FAIL(sum_errors(s, d, o, got, unwritten));
+}
+
+// True when \p s wrote nothing into *out for a small input: the untouched skeleton.
+bool writes_nothing(const Subject& s) {
+  Data d(1000, Input::Uniform, "probe");
+  Output o;
+  s.run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
+  grader::synchronize(s.name + ", the first call");
+  const auto result = grader::read_back(o.out);
+  return result.guards.intact() && workbook::is_poison(result.values[0]);
+}
+
+// CUB's kernels live in the cub:: namespace (compiled into the program, not a shared library).
+bool is_cub_kernel(const grader::TracedKernel& k) { return k.name.find("cub::") != std::string::npos; }
+
+std::vector<grader::TracedKernel> cub_kernels(const grader::Trace& t) {
+  std::vector<grader::TracedKernel> found;
+  for (const auto& k : t.kernels) {
+    if (is_cub_kernel(k) || k.from_library()) found.push_back(k);
+  }
+  return found;
+}
+
+// What a hand-written sum did on the GPU, traced on 2^20 floats: its own kernels, on its stream,
+// no CUB, no detour through the host.
+void check_own_kernels_on_stream(const Subject& s, const char* task) {
+  const std::size_t n = std::size_t(1) << 20;
+  Data d(n, Input::Uniform, std::string(task) + " trace");
+  Output o;
+  o.out.poison();
+  const auto trace = grader::trace([&] {
+    s.run(d.device.data(), n, o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
+  });
+  if (!trace) return;  // under compute-sanitizer
+  const std::string seen = "\nWhat the grader saw on the GPU during the call:\n" + trace->describe();
+  if (const auto cub = cub_kernels(*trace); !cub.empty()) {
+    FAIL(s.name << " ran a library's kernels (" << grader::launch_text(cub[0]) << "): " << task
+         << " asks for kernels of your own, so it scores nothing. CUB belongs in task 3." << seen);
+  }
+  const std::size_t to_host = trace->bytes_copied(grader::CopyDirection::DeviceToHost);
+  if (to_host >= n * sizeof(float) / 2) {
+    FAIL(s.name << " copied " << to_host << " bytes from the device to the host for " << n << " floats.\n"
+         << grader::hint("sum-on-host", "the data went to the host: a sum computed there is right and slow, and not "
+                                        "what the task asks. Reduce on the GPU; only the result (one float) may ever "
+                                        "leave it, and the grader reads it from *out itself.")
+         << seen);
+  }
+  const auto own = trace->program_kernels();
+  if (own.empty()) {
+    FAIL(s.name << " launched no kernel of its own for " << n << " floats: the sum must come from your kernels."
+         << seen);
+  }
+  std::string elsewhere;
+  for (const auto& k : own) {
+    if (k.stream_known && k.stream != s.stream) elsewhere = grader::launch_text(k) + " on " + grader::stream_text(k.stream);
+  }
+  for (const auto& c : trace->calls) {
+    const bool memset = c.name.rfind("cudaMemset", 0) == 0;
+    if (memset && (!c.has_stream || c.stream != s.stream)) {
+      elsewhere = c.name + (c.has_stream ? " on " + grader::stream_text(c.stream) : std::string(" (the default stream)"));
+    }
+  }
+  if (!elsewhere.empty()) {
+    FAIL(s.name << " was given " << grader::stream_text(s.stream) << ", a non-blocking stream, but ran "
+         << elsewhere << ".\n"
+         << grader::hint("reduction-stream", "everything a call does belongs on the stream it is given: kernels with "
+                                             "the fourth launch parameter, kernel<<<grid, block, shared, stream>>>, "
+                                             "and memsets with cudaMemsetAsync(..., stream). Work on another stream "
+                                             "is not ordered with the caller's, so the caller may read *out before "
+                                             "it is written.")
+         << seen);
+  }
+}
+
+// The same function called again and again, nothing reset in between: the same result each time;
+// then on another input: that input's result.
+void check_repeated_calls(const Subject& s) {
+  Data first(100003, Input::Uniform, "repeat A"), second(77777, Input::Offset, "repeat B");
+  Output o;
+  o.out.poison();
+  std::vector<float> results;
+  for (int i = 0; i < 3; ++i) results.push_back(call(s, first, o));
+  const double want = first.exact_sum(), tolerance = sum_tolerance(first.size(), first.sum_abs(0, first.size()), first.input);
+  for (int i = 0; i < 3; ++i) {
+    if (within(results[i], want, tolerance)) continue;
+    std::ostringstream facts;
+    facts << s.name << " called 3 times on the same " << first.text() << " without anything reset in between "
+          << "returned " << workbook::format_value(results[0]) << ", " << workbook::format_value(results[1]) << ", "
+          << workbook::format_value(results[2]) << "; expected " << workbook::format_value(want) << " each time.\n";
+    const bool grows = std::isfinite(results[1]) && std::isfinite(results[2]) && i > 0 &&
+                       within(results[1], 2 * want, 4 * tolerance + 1e-3 * std::abs(want)) &&
+                       within(results[2], 3 * want, 6 * tolerance + 1e-3 * std::abs(want));
+    if (grows) {
+      facts << grader::hint("stale-accumulator", "call k returned k times the sum: each call adds to what the last "
+                                                 "one left in *out (or in the workspace). Zero the accumulator on the "
+                                                 "stream at the start of every call (cudaMemsetAsync), or write the "
+                                                 "result once instead of adding to it.");
+    }
+    FAIL(facts.str());
+  }
+  const float other = call(s, second, o);
+  const double want2 = second.exact_sum();
+  if (!within(other, want2, sum_tolerance(second.size(), second.sum_abs(0, second.size()), second.input))) {
+    FAIL(s.name << " on a second input (" << second.text() << ") right after the first returned "
+         << workbook::format_value(other) << "; expected " << workbook::format_value(want2)
+         << ". Does something from the previous call survive into the next?");
+  }
+}
+
+// The pointer one float into an allocation: float4 loads straight from it would be misaligned.
+void check_unaligned(const Subject& s) {
+  for (const std::size_t n : {std::size_t(1) << 16, std::size_t(4099)}) {
+    Data d(n + 1, Input::Uniform, "unaligned");
+    Output o;
+    o.out.poison();
+    s.run(d.device.data() + 1, n, o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
+    grader::synchronize(s.name + " on a pointer one float past a 16-byte boundary");
+    const float got = o.out.download()[0];
+    const double want = d.sum(1, n + 1), tolerance = sum_tolerance(n, d.sum_abs(1, n + 1), d.input);
+    if (!within(got, want, tolerance)) {
+      FAIL(s.name << " on in = (an aligned pointer) + 1, n = " << n << ": expected " << workbook::format_value(want)
+           << ", got " << workbook::format_value(got, workbook::is_poison(got))
+           << ". The input need not start on a 16-byte boundary: float4 loads need one, so handle the elements "
+              "before the first boundary (and after the last) separately.");
+    }
+  }
+}
+
+// Marks the test "not implemented yet" when \p s writes nothing (the untouched skeleton).
+void require_implemented(const Subject& s, const char* task) {
+  if (writes_nothing(s)) {
+    grader::not_implemented(s.name + " wrote nothing to *out (TODO(" + task + ") in " + kExercise + ")" +
+                            (s.name == "reduce_sum_challenge" ? "; it is optional" : ""));
+  }
+}
+
+// A device-wide sum (tasks 2 and 4) on every size and input of the correctness list.
+void check_sizes_and_inputs(const Subject& s) {
+  for (const std::size_t n : correctness_sizes()) {
+    for (const Input input : inputs_for(n)) {
+      Data d(n, input, s.name);
+      Output o;
+      CAPTURE(d.text());
+      check_sum(s, d, o);
+    }
+  }
+}
+
+// n = 0, repeated calls, an unaligned input.
+void check_special_calls(const Subject& s) {
+  Output o;
+  o.out.poison();
+  s.run(nullptr, 0, o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
+  grader::synchronize(s.name + " with n = 0");
+  const float got = o.out.download()[0];
+  if (got != 0.0f) {
+    FAIL(s.name << " with n = 0 left *out = " << workbook::format_value(got, workbook::is_poison(got))
+         << ": the sum of no elements is 0, as NumPy's np.sum([]) says. Write it without launching an empty grid.");
+  }
+  check_repeated_calls(s);
+  check_unaligned(s);
+}
+
+// 2^26 and 2^28 floats, as memory allows (not under the sanitizer).
+void check_large(const Subject& s) {
+  if (grader::sanitize_mode()) return;
+  for (const int log2n : {26, 28}) {
+    const std::size_t n = workbook::fit_in_free_memory(std::size_t(1) << log2n, 3);
+    Data d(n, Input::Uniform, s.name + " large");
+    Output o;
+    CAPTURE(d.text());
+    check_sum(s, d, o);
+  }
+}
+
+// A non-blocking stream for the student's calls, made once.
+cudaStream_t student_stream() {
+  static workbook::Stream stream(cudaStreamNonBlocking);
+  return stream.get();
+}
+
+Subject subject(const char* name, SumFunction run) { return {name, run, student_stream()}; }
+
+// ---- performance: GB/s against CUB ---------------------------------------------------------
+
+// Times \p work (which launches on the stream it is given): one probe, then warm-up and samples
+// unless it is pathologically slow.
+workbook::TimingStats time_work(const std::function<void(cudaStream_t)>& work) {
+  workbook::TimingOptions options;
+  options.warmup = 0;
+  options.samples = 1;
+  workbook::TimingStats stats = workbook::time_on_device(work, options);
+  if (stats.median_ms < 100.0) {
+    options.warmup = 3;
+    options.samples = 20;
+    stats = workbook::time_on_device(work, options);
+  }
+  return stats;
+}
+
+// cub::DeviceReduce::Sum of \p n floats at \p in, its storage allocated once, on a stream.
+struct CubSum {
+  CubSum(const float* in, std::size_t n) : in_(in), n_(n) {
+    WORKBOOK_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes_, in_, out_.data(), n_));
+    storage_ = workbook::DeviceBuffer<char>(bytes_);
+  }
+  void operator()(cudaStream_t s) {
+    std::size_t bytes = bytes_;
+    WORKBOOK_CUDA_CHECK(cub::DeviceReduce::Sum(storage_.data(), bytes, in_, out_.data(), n_, s));
+  }
+  const float* in_;
+  std::size_t n_;
+  std::size_t bytes_ = 0;
+  workbook::DeviceBuffer<float> out_{1};
+  workbook::DeviceBuffer<char> storage_;
+};
+
+// GB/s of \p run at 2^26 and 2^28 floats (as memory allows) against CUB's Sum on the same data;
+// the lower fraction is the task's metric. \p check verifies a result before anything is timed.
+void measure_against_cub(const std::string& name,
+                         const std::function<void(const float*, std::size_t, float*, void*, cudaStream_t)>& run,
+                         const std::function<double(const std::vector<float>&)>& exact) {
+  const double copy_gbps = workbook::copy_bandwidth_gbps_for_run();
+  double lowest = 0, lowest_gbps = 0, lowest_n = 0, lowest_ms = 0;
+  bool first = true;
+  for (const int log2n : {26, 28}) {
+    const std::size_t n = workbook::fit_in_free_memory(std::size_t(1) << log2n, 2);
+    CAPTURE(n);
+    workbook::DeviceBuffer<float> in(n), out(1);
+    workbook::DeviceBuffer<char> workspace(kWorkspaceBytes);
+    workbook::fill_random_device(in.data(), n, grader::seed_for(name + " perf " + std::to_string(n)));
+    run(in.data(), n, out.data(), workspace.data(), nullptr);
+    grader::synchronize(name + " at n = " + std::to_string(n) + ", before timing");
+    std::vector<float> host(n);
+    in.copy_to_host(host.data());
+    float got = 0;
+    out.copy_to_host(&got);
+    double sum_abs = 0;
+    for (const float x : host) sum_abs += std::abs(double(x));
+    const double want = exact(host), tolerance = sum_tolerance(n, sum_abs, Input::Uniform);
+    if (!within(got, want, tolerance)) {
+      FAIL(name << " at n = " << n << ": expected " << workbook::format_value(want) << ", got "
+           << workbook::format_value(got) << ": a wrong result is not timed.");
+    }
+    const auto stats = time_work([&](cudaStream_t s) { run(in.data(), n, out.data(), workspace.data(), s); });
+    CubSum cub(in.data(), n);
+    const auto cub_stats = time_work([&](cudaStream_t st) { cub(st); });
+    const double bytes = double(n) * sizeof(float);
+    const double gbps = workbook::gigabytes_per_second(bytes, stats.median_ms);
+    const double cub_gbps = workbook::gigabytes_per_second(bytes, cub_stats.median_ms);
+    const std::string size = "_2^" + std::to_string(log2n);
+    grader::record_metric("gbps" + size, gbps);
+    grader::record_metric("cub_gbps" + size, cub_gbps);
+    grader::record_metric("fraction_of_cub" + size, gbps / cub_gbps);
+    if (first || gbps / cub_gbps < lowest) {
+      lowest = gbps / cub_gbps, lowest_gbps = gbps, lowest_n = double(n), lowest_ms = stats.median_ms;
+    }
+    first = false;
+  }
+  grader::record_metric("n", lowest_n);
+  grader::record_metric("median_ms", lowest_ms);
+  grader::record_metric("gbps", lowest_gbps);
+  grader::record_metric("copy_bandwidth_gbps", copy_gbps);
+  grader::record_metric("fraction_of_copy_bandwidth", lowest_gbps / copy_gbps);
+  grader::record_metric("fraction_of_cub", lowest);
+}
+
+double exact_sum(const std::vector<float>& x) {
+  double s = 0;
+  for (const float v : x) s += v;
+  return s;
+}
+
+double exact_norm(const std::vector<float>& x) {
+  double s = 0;
+  for (const float v : x) s += double(v) * v;
+  return std::sqrt(s);
+}
+
+// ---- task 1: the block tree ----------------------------------------------------------------
+
+void launch_block(const float* in, std::size_t n, float* sums, int block, cudaStream_t stream = nullptr) {
+  const unsigned grid = unsigned((n + block - 1) / block);
+  reduce_block<<<grid, block, block * sizeof(float), stream>>>(in, n, sums);
+  WORKBOOK_CHECK_LAUNCH();
+}
+
+struct BlockErrors {
+  std::size_t wrong = 0, nonfinite = 0;
+  std::vector<std::size_t> blocks;  // the first few wrong blocks
+  bool only_last = false;
+  std::string first;                // "block b: expected E, got G" lines
+};
+
+BlockErrors compare_blocks(const Data& d, int block, const std::vector<float>& got) {
+  BlockErrors e;
+  std::ostringstream first;
+  const std::size_t n = d.size();
+  for (std::size_t b = 0; b < got.size(); ++b) {
+    const std::size_t begin = b * block, end = std::min(n, begin + block);
+    const double want = d.sum(begin, end), tolerance = sum_tolerance(end - begin, d.sum_abs(begin, end), d.input);
+    const bool unset = workbook::is_poison(got[b]);
+    if (!unset && within(got[b], want, tolerance)) continue;
+    if (e.wrong < 4) {
+      first << "\n  block_sums[" << b << "] (elements " << begin << " .. " << end - 1 << "): expected "
+            << workbook::format_value(want) << ", got " << workbook::format_value(got[b], unset);
+    }
+    ++e.wrong;
+    e.nonfinite += !unset && !std::isfinite(got[b]);
+    e.blocks.push_back(b);
+  }
+  e.only_last = e.wrong == 1 && e.blocks[0] + 1 == got.size();
+  e.first = first.str();
+  return e;
+}
+
+void check_blocks(Data& d, int block, const std::string& what) {
+  const std::size_t n = d.size(), grid = (n + block - 1) / block;
+  workbook::GuardedDeviceArray sums(grid);
+  launch_block(d.device.data(), n, sums.data(), block);
+  grader::synchronize(what);
+  const grader::DeviceOutput out = grader::read_back(sums);
+  const BlockErrors e = compare_blocks(d, block, out.values);
+  if (e.wrong == 0 && out.guards.intact()) return;
+  std::ostringstream msg;
+  msg << what << ": " << e.wrong << " of " << grid << " block sums are wrong." << e.first << "\n";
+  if (!out.guards.intact()) msg << "It wrote outside block_sums[0 .. " << grid - 1 << "]: " << out.guards.describe(grid) << ".\n";
+  if (e.wrong == 0) FAIL(msg.str());
+
+  // The evidence, most specific first.
+  for (int again = 0; again < 3; ++again) {
+    sums.poison();
+    launch_block(d.device.data(), n, sums.data(), block);
+    grader::synchronize(what + ", again");
+    const std::vector<float> other = sums.download();
+    std::size_t differ = 0;
+    for (std::size_t b = 0; b < grid; ++b) {
+      const bool fa = std::isfinite(out.values[b]), fb = std::isfinite(other[b]);
+      differ += fa != fb || (fa && !within(other[b], out.values[b], 1e-3 * (std::abs(out.values[b]) + 1)));
+    }
+    if (differ > 0) {
+      FAIL(msg.str() << grader::hint("reduction-race", "the same input gave different block sums in two runs (" +
+                                     std::to_string(differ) + " blocks differ): threads race. Every level of the "
+                                     "tree reads sums the level before wrote, so a __syncthreads() must separate "
+                                     "them (and a warp stage needs shuffles or __syncwarp()). ./grade --sanitize 04 "
+                                     "runs racecheck, which names the line."));
+    }
+  }
+  if (n % block != 0 && (grid == 1 || e.only_last)) {
+    // Only the last, partial block wrong? With a single block there is no full one to compare,
+    // so the grader also runs a probe with three full blocks and a half one.
+    std::string where = "only the last block is wrong, the one whose last " + std::to_string(grid * block - n) +
+                        " threads have no element (index >= n)";
+    bool nan = e.nonfinite > 0, tail_only = e.only_last;
+    if (grid == 1) {
+      Data probe(3 * std::size_t(block) + block / 2, d.input, "block tail probe");
+      workbook::GuardedDeviceArray probe_sums(4);
+      launch_block(probe.device.data(), probe.size(), probe_sums.data(), block);
+      grader::synchronize("the probe with three full blocks and a half one");
+      const BlockErrors pe = compare_blocks(probe, block, probe_sums.download());
+      tail_only = pe.only_last;
+      nan = pe.nonfinite > 0;
+      where = "this grid has a single block, so the grader also ran n = " + std::to_string(probe.size()) +
+              " (three full blocks and a half one): only the half block's sum is wrong";
+    }
+    if (tail_only) {
+      FAIL(msg.str() << grader::hint("block-tail", where + (nan ? std::string(", and it is NaN: the grader surrounds the "
+                                                                              "input with NaN, so threads read past the end")
+                                                                : std::string()) +
+                                     ". Threads past n must add nothing (store 0 in shared memory) yet take part in "
+                                     "every level and reach every __syncthreads()."));
+    }
+  }
+  if (d.input == Input::Ones && e.nonfinite == 0) {
+    // Ones: a full block's sum is exactly its count; the missing count is what was dropped.
+    const std::size_t b = e.blocks[0];
+    const double count = double(std::min(n, (b + 1) * block) - b * block);
+    const float got = out.values[b];
+    if (!workbook::is_poison(got) && got == std::floor(got) && got != count) {
+      const double k = count - got;
+      FAIL(msg.str() << grader::hint(k > 0 ? "dropped-elements" : "counted-twice",
+                                     "block " + std::to_string(b) + " summed " + workbook::format_value(count) +
+                                     " ones to " + workbook::format_value(got) + ": " +
+                                     count_text(std::abs(k), "element was", "elements were") +
+                                     (k > 0 ? " never added. Does the tree run down to a single value, and does every "
+                                              "level add the upper half onto the lower half?"
+                                            : " added twice.")));
+    }
+  }
+  FAIL(msg.str());
+}
+
+// norm_l2_cub on \p n floats at \p in into \p o, waited for and read back.
+grader::DeviceOutput norm(const float* in, std::size_t n, Output& o) {
+  o.out.poison();
+  norm_l2_cub(in, n, o.out.data(), o.workspace.data(), kWorkspaceBytes, student_stream());
+  grader::synchronize("norm_l2_cub on " + std::to_string(n) + " floats");
+  return grader::read_back(o.out);
+}
+
+void require_norm_implemented() {
+  Data probe(1000, Input::Uniform, "probe");
+  Output o;
+  const auto out = norm(probe.device.data(), probe.size(), o);
+  if (out.guards.intact() && workbook::is_poison(out.values[0])) {
+    grader::not_implemented(std::string("norm_l2_cub wrote nothing to *out (TODO(task 3) in ") + kExercise + ")");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Task 1: reduce_block gives every block's sum, for every power-of-two block", "[task_1]") {
+  grader::require_gpu();
+  {
+    Data probe(1000, Input::Uniform, "probe");
+    workbook::GuardedDeviceArray sums(4);
+    launch_block(probe.device.data(), probe.size(), sums.data(), 256);
+    grader::synchronize("reduce_block, the first launch");
+    const auto out = grader::read_back(sums);
+    if (out.guards.intact() && std::all_of(out.values.begin(), out.values.end(), workbook::is_poison)) {
+      grader::not_implemented(std::string("reduce_block wrote no block sum (TODO(task 1) in ") + kExercise + ")");
+    }
+  }
+  std::vector<int> blocks{32, 64, 128, 256, 512, 1024};
+  for (const std::size_t n : correctness_sizes()) {
+    if (n > (std::size_t(1) << 20) && n != 1048573) continue;  // task 1 is about the tree, not the size
+    for (const Input input : inputs_for(n)) {
+      Data d(n, input, "task 1");
+      for (const int block : blocks) {
+        CAPTURE(d.text(), block);
+        check_blocks(d, block, "reduce_block with blocks of " + std::to_string(block) + " on " + d.text());
+      }
+    }
+  }
+}
+
+TEST_CASE("Task 1: reduce_block gives the same sums run after run on fresh data", "[task_1]") {
+  grader::require_gpu();
+  if (grader::sanitize_mode()) return;  // racecheck does this job there
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    for (const int block : {256, 1024}) {
+      Data d((std::size_t(1) << 20) + 17 * attempt, Input::Uniform, "task 1 fresh " + std::to_string(attempt));
+      CAPTURE(d.text(), block, attempt);
+      check_blocks(d, block, "reduce_block with blocks of " + std::to_string(block) + " on " + d.text() +
+                             " (run " + std::to_string(attempt + 1) + " of 4 on fresh data)");
+    }
+  }
+}
+
+TEST_CASE("Task 2: reduce_sum is right for every size and input", "[task_2]") {
+  grader::require_gpu();
+  const Subject s = subject("reduce_sum", reduce_sum);
+  require_implemented(s, "task 2");
+  check_sizes_and_inputs(s);
+}
+
+TEST_CASE("Task 2: reduce_sum gives 0 for n = 0, the same sum on every call, and takes any alignment", "[task_2]") {
+  grader::require_gpu();
+  const Subject s = subject("reduce_sum", reduce_sum);
+  require_implemented(s, "task 2");
+  check_special_calls(s);
+}
+
+TEST_CASE("Task 2: reduce_sum runs kernels of its own, on the stream it is given", "[task_2]") {
+  grader::require_gpu();
+  const Subject s = subject("reduce_sum", reduce_sum);
+  require_implemented(s, "task 2");
+  check_own_kernels_on_stream(s, "task 2");
+}
+
+TEST_CASE("Task 2: reduce_sum is right for 2^26 and 2^28 floats", "[task_2]") {
+  grader::require_gpu();
+  const Subject s = subject("reduce_sum", reduce_sum);
+  require_implemented(s, "task 2");
+  check_large(s);
+}
+
+TEST_CASE("Task 2: reduce_sum GB/s at 2^26 and 2^28 floats against CUB", "[task_2][perf]") {
+  grader::require_gpu();
+  measure_against_cub("reduce_sum", [](const float* in, std::size_t n, float* out, void* ws, cudaStream_t st) {
+    reduce_sum(in, n, out, ws, kWorkspaceBytes, st);
+  }, exact_sum);
+}
+
+TEST_CASE("Task 3: norm_l2_cub is the L2 norm for every size and input", "[task_3]") {
+  grader::require_gpu();
+  require_norm_implemented();
+  Output o;
+  for (const std::size_t n : correctness_sizes()) {
+    for (const Input input : inputs_for(n)) {
+      Data d(n, input, "task 3");
+      CAPTURE(d.text());
+      double squares = 0;
+      for (const float x : d.host) squares += double(x) * x;
+      const double want = std::sqrt(squares);
+      // The sum of squares within the tree bound, then a square root (half the relative error) rounded once.
+      const double tolerance = (kC * ceil_log2(n) * kUnitRoundoff / 2 + 2 * kUnitRoundoff) * want;
+      const auto out = norm(d.device.data(), n, o);
+      const float got = out.values[0];
+      if (!out.guards.intact()) FAIL("norm_l2_cub wrote outside *out: " << out.guards.describe(1) << ".");
+      if (!within(got, want, tolerance)) {
+        const bool squared = std::isfinite(got) && n > 1 &&
+                             within(got, squares, kC * ceil_log2(n) * kUnitRoundoff * squares + 1e-30);
+        FAIL("norm_l2_cub on " << d.text() << ": expected sqrt(sum of x^2) = " << workbook::format_value(want)
+             << ", got " << workbook::format_value(got, workbook::is_poison(got)) << " (tolerance " << tolerance << ")."
+             << (squared ? "\nThat is the sum of squares itself: the post-map, the square root, is missing."
+                         : std::string()));
+      }
+    }
+  }
+  o.out.poison();
+  norm_l2_cub(nullptr, 0, o.out.data(), o.workspace.data(), kWorkspaceBytes, student_stream());
+  grader::synchronize("norm_l2_cub with n = 0");
+  const float empty = o.out.download()[0];
+  if (empty != 0.0f) {
+    FAIL("norm_l2_cub with n = 0 left *out = " << workbook::format_value(empty, workbook::is_poison(empty))
+         << ": the norm of an empty vector is 0.");
+  }
+}
+
+TEST_CASE("Task 3: norm_l2_cub runs CUB's kernels, none of its own, on the stream it is given", "[task_3]") {
+  grader::require_gpu();
+  require_norm_implemented();
+  if (grader::sanitize_mode()) return;  // the tracer cannot run under compute-sanitizer
+  Output o;
+  const cudaStream_t stream = student_stream();
+  Data d(std::size_t(1) << 20, Input::Uniform, "task 3 trace");
+  const auto trace = grader::trace([&] {
+    norm_l2_cub(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, stream);
+  });
+  if (!trace) return;
+  const std::string seen = "\nWhat the grader saw on the GPU during the call:\n" + trace->describe();
+  std::vector<grader::TracedKernel> own;
+  for (const auto& k : trace->kernels) {
+    if (!is_cub_kernel(k)) own.push_back(k);
+  }
+  if (!own.empty()) {
+    FAIL("norm_l2_cub ran a kernel of its own (" << grader::launch_text(own[0]) << "): task 3 asks for CUB to do "
+         "the whole job (the map, the sum and the square root), so it scores nothing. The square root of the result "
+         "needs no kernel: CUB can write through an output iterator that applies it." << seen);
+  }
+  if (cub_kernels(*trace).empty()) FAIL("norm_l2_cub ran no CUB kernel: task 3 asks for CUB." << seen);
+  for (const auto& k : trace->kernels) {
+    if (k.stream_known && k.stream != stream) {
+      FAIL("norm_l2_cub was given " << grader::stream_text(stream) << " but CUB ran " << grader::launch_text(k)
+           << " on " << grader::stream_text(k.stream) << ": pass the stream to CUB (its last parameter)." << seen);
+    }
+  }
+}
+
+TEST_CASE("Task 3: norm_l2_cub reports a workspace that is too small", "[task_3]") {
+  grader::require_gpu();
+  require_norm_implemented();
+  Output o;
+  Data d(std::size_t(1) << 20, Input::Uniform, "task 3 small workspace");
+  bool threw = false;
+  try {
+    norm_l2_cub(d.device.data(), d.size(), o.out.data(), o.workspace.data(), 16, student_stream());
+    grader::synchronize("norm_l2_cub with a workspace of 16 bytes");
+  } catch (const std::exception&) {
+    threw = true;
+  }
+  (void)cudaGetLastError();
+  if (!threw) {
+    FAIL("norm_l2_cub with workspace_bytes = 16 returned as if it had worked: CUB needs more temporary storage "
+         "than that. Ask CUB how much (call it once with d_temp_storage = nullptr) and throw std::runtime_error "
+         "when the workspace is smaller.");
+  }
+}
+
+TEST_CASE("Task 3: norm_l2_cub GB/s at 2^26 and 2^28 floats against CUB's Sum", "[task_3][perf]") {
+  grader::require_gpu();
+  measure_against_cub("norm_l2_cub", [](const float* in, std::size_t n, float* out, void* ws, cudaStream_t st) {
+    norm_l2_cub(in, n, out, ws, kWorkspaceBytes, st);
+  }, exact_norm);
+}
+
+TEST_CASE("Task 4: reduce_sum_challenge is right for every size and input", "[task_4]") {
+  grader::require_gpu();
+  const Subject s = subject("reduce_sum_challenge", reduce_sum_challenge);
+  require_implemented(s, "task 4");
+  check_sizes_and_inputs(s);
+}
+
+TEST_CASE("Task 4: reduce_sum_challenge gives 0 for n = 0, the same sum on every call, and takes any alignment", "[task_4]") {
+  grader::require_gpu();
+  const Subject s = subject("reduce_sum_challenge", reduce_sum_challenge);
+  require_implemented(s, "task 4");
+  check_special_calls(s);
+}
+
+TEST_CASE("Task 4: reduce_sum_challenge runs kernels of its own, on the stream it is given", "[task_4]") {
+  grader::require_gpu();
+  const Subject s = subject("reduce_sum_challenge", reduce_sum_challenge);
+  require_implemented(s, "task 4");
+  check_own_kernels_on_stream(s, "task 4");
+}
+
+TEST_CASE("Task 4: reduce_sum_challenge is right for 2^26 and 2^28 floats", "[task_4]") {
+  grader::require_gpu();
+  const Subject s = subject("reduce_sum_challenge", reduce_sum_challenge);
+  require_implemented(s, "task 4");
+  check_large(s);
+}
+
+TEST_CASE("Task 4: reduce_sum_challenge GB/s at 2^26 and 2^28 floats against CUB", "[task_4][perf]") {
+  grader::require_gpu();
+  measure_against_cub("reduce_sum_challenge", [](const float* in, std::size_t n, float* out, void* ws, cudaStream_t st) {
+    reduce_sum_challenge(in, n, out, ws, kWorkspaceBytes, st);
+  }, exact_sum);
+}
