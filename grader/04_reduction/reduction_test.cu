@@ -37,11 +37,14 @@ namespace {
 
 constexpr const char* kExercise = "exercises/04_reduction/reduction.cu";
 
-// The tolerance factor c. Calibrated on an H100 (grader/README.md): the reference solution's and
-// CUB's errors on every input here stayed below 0.05 of ceil(log2 n) * u * sum|x|; c = 2 leaves
-// room for any tree-shaped order of additions, and grid-stride runs of a few thousand elements
-// per thread, whose rounding errors add up like a random walk.
-constexpr double kC = 2.0;
+// The tolerance factor c, calibrated on an H100 (grader/README.md, "Lesson 04's tolerance"): the
+// reference's and CUB's errors stay far below ceil(log2 n) * u * sum|x| (c = 1), but sound
+// student designs add in long sequential runs whose rounding errors add up like a random walk:
+// a grid-stride loop of thousands of elements per thread, thousands of atomicAdds into one
+// float. A sum of squares with one atomicAdd per warp reached 5 on the offset input at 2^22, a
+// loop of one thread per block 4. c = 16 leaves room for those; ones must still come out
+// exactly, which is what catches dropped and doubled elements.
+constexpr double kC = 16.0;
 const double kUnitRoundoff = std::ldexp(1.0, -24);
 constexpr std::size_t kExactOnesLimit = std::size_t(1) << 24;  // ones sum exactly up to here
 constexpr unsigned kGarbageBits = 0xA5A5A5A5u;                 // what the workspace holds at first
@@ -238,8 +241,22 @@ std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unw
   if (!std::isfinite(got)) {
     out << "The input holds only finite numbers, and the grader surrounds it with NaN: a NaN result comes from "
            "reading outside in[0 .. n-1], or shared memory or workspace that was never written.";
+  } else {
+    const double unit = ceil_log2(n) * kUnitRoundoff * d.sum_abs(0, n);
+    out << "The error is " << std::abs(got - want) / unit << " times ceil(log2 n) * u * sum|x| (u = 2^-24), the "
+        << "error bound of a tree-shaped sum; the grader allows " << kC << " times it.";
   }
   return out.str();
+}
+
+// The largest error seen in this test, as a fraction of ceil(log2 n) * u * sum|x| (the tolerance
+// divided by kC): recorded as the metric "worst_error_ratio", how the tolerance was calibrated.
+double worst_error_ratio = 0;
+
+void note_error(double got, double want, std::size_t n, double sum_abs) {
+  const double unit = ceil_log2(n) * kUnitRoundoff * sum_abs;
+  if (unit > 0) worst_error_ratio = std::max(worst_error_ratio, std::abs(got - want) / unit);
+  grader::record_metric("worst_error_ratio", worst_error_ratio);
 }
 
 // Calls \p s on \p d into \p o and fails with the diagnosis when the result or the guards are wrong.
@@ -254,7 +271,10 @@ void check_sum(const Subject& s, Data& d, Output& o) {
   if (!result.guards.intact()) {
     FAIL(s.name << " on " << d.text() << " wrote outside *out (one float): " << result.guards.describe(1) << ".");
   }
-  if (!unwritten && within(got, want, tolerance)) return;
+  if (!unwritten && within(got, want, tolerance)) {
+    note_error(got, want, d.size(), d.sum_abs(0, d.size()));
+    return;
+  }
   FAIL(sum_errors(s, d, o, got, unwritten));
 }
 
@@ -640,9 +660,7 @@ void check_blocks(Data& d, int block, const std::string& what) {
                                      "block " + std::to_string(b) + " summed " + workbook::format_value(count) +
                                      " ones to " + workbook::format_value(got) + ": " +
                                      count_text(std::abs(k), "element was", "elements were") +
-                                     (k > 0 ? " never added. Does the tree run down to a single value, and does every "
-                                              "level add the upper half onto the lower half?"
-                                            : " added twice.")));
+                                     (k > 0 ? " never added (or added as 0)." : " added twice.")));
     }
   }
   FAIL(msg.str());
@@ -757,7 +775,7 @@ TEST_CASE("Task 3: norm_l2_cub is the L2 norm for every size and input", "[task_
       const float got = out.values[0];
       if (!out.guards.intact()) FAIL("norm_l2_cub wrote outside *out: " << out.guards.describe(1) << ".");
       if (!within(got, want, tolerance)) {
-        const bool squared = std::isfinite(got) && n > 1 &&
+        const bool squared = std::isfinite(got) &&
                              within(got, squares, kC * ceil_log2(n) * kUnitRoundoff * squares + 1e-30);
         FAIL("norm_l2_cub on " << d.text() << ": expected sqrt(sum of x^2) = " << workbook::format_value(want)
              << ", got " << workbook::format_value(got, workbook::is_poison(got)) << " (tolerance " << tolerance << ")."

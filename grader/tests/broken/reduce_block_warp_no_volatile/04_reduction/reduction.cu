@@ -1,4 +1,5 @@
-// Broken variant for the grader's own tests: the pre-Volta volatile warp-synchronous tail: no __syncwarp() between its steps.
+// Broken variant for the grader's own tests: a warp-synchronous tail without volatile and without
+// __syncwarp(): the compiler may keep shared values in registers, and nothing orders the steps.
 #include "reduction.hpp"
 
 #include "workbook/workbook.hpp"
@@ -20,8 +21,8 @@ __global__ void reduce_block(const float* in, std::size_t n, float* block_sums) 
     if (t < stride) s[t] += s[t + stride];
     __syncthreads();
   }
-  if (t < 32) {  // one warp left: "no barrier needed", as code written before Volta assumed
-    volatile float* v = s;
+  if (t < 32) {  // one warp left: "no barrier needed"
+    float* v = s;  // neither volatile nor __syncwarp()
     if (blockDim.x >= 64) v[t] += v[t + 32];
     if (t < 16) v[t] += v[t + 16];
     if (t < 8) v[t] += v[t + 8];
