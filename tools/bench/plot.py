@@ -13,6 +13,14 @@ For a compute-bound lesson such as 03_matmul (rows for cuBLAS FP32):
                         cuBLAS FP32 and TF32 measured in the same run
   fraction_of_cublas    each function's share of cuBLAS FP32 at the largest N, student beside
                         reference
+For the reductions of 04_reduction:
+  time_vs_n             every sum's time against n (log-log): each function, student solid and
+                        reference dashed, CUB's kernel and CUB after copying the data from host
+                        memory in black, the CPU (one thread, all threads) in grey, and where
+                        the GPU overtakes the fastest CPU marked (see crossover.py)
+  gbps_vs_n             the same as GB/s (n x 4 bytes / time), with the measured copy bandwidth
+  fraction_of_cub       each function's GB/s as a share of cub::DeviceReduce::Sum's at the
+                        largest n, student beside reference
 Each is written as PNG and as PDF (or SVG), with the GPU's name and the units on it, and,
 when ./sweep left functions out because they crashed or hung, their names in the footnote.
 Exit codes: 0 written; 2 the CSV is not a sweep CSV (the message says why); 3 matplotlib
@@ -21,11 +29,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import crossover  # noqa: E402
 from sweep_schema import CsvError, TRANSFERS, is_transfer, left_out, read_sweep  # noqa: E402
 
 EXIT_OK, EXIT_BAD_CSV, EXIT_NO_MATPLOTLIB = 0, 2, 3
@@ -53,11 +63,11 @@ def implementations(rows: List[Dict]) -> List[str]:
                   key=lambda s: (IMPLEMENTATION_ORDER.index(s) if s in IMPLEMENTATION_ORDER else 99, s))
 
 
-def best_per_n(rows: List[Dict], implementation: str) -> List[Dict]:
-    """For each n, the kernel row of `implementation` with the shortest median time."""
+def best_per_n(rows: List[Dict], implementation: Optional[str] = None) -> List[Dict]:
+    """For each n, the kernel row (of `implementation`, when given) with the shortest median time."""
     best: Dict[int, Dict] = {}
     for r in rows:
-        if r["implementation"] == implementation and not is_transfer(r):
+        if implementation in (None, r["implementation"]) and not is_transfer(r):
             if r["n"] not in best or r["median_ms"] < best[r["n"]]["median_ms"]:
                 best[r["n"]] = r
     return [best[n] for n in sorted(best)]
@@ -281,6 +291,123 @@ class GflopsFigures(Figures):
         return True
 
 
+class ReductionFigures(Figures):
+    """The figures of 04_reduction, where every row sums the same n floats: the lesson's
+    functions, student (solid) beside reference (dashed), against CUB and the CPU."""
+
+    STYLES = {"student": "-", "reference": "--"}
+    BASELINES = {  # operation: colour, line style, marker, label
+        crossover.KERNEL: ("k", "-", "o", "CUB DeviceReduce::Sum, the kernel alone"),
+        crossover.WITH_TRANSFER: ("k", ":", "s", "CUB after copying the data from pageable host memory"),
+        "cpu_one_thread": ("0.55", "-", "v", "CPU, one thread (plain float64 loop)"),
+        "cpu_all_threads": ("0.55", "--", "^", "CPU, all threads"),
+    }
+
+    def _functions(self) -> List[str]:
+        return [op for op in dict.fromkeys(r["operation"] for r in self.kernels) if op not in self.BASELINES]
+
+    def _series(self, operation: str, implementation: Optional[str] = None) -> List[Dict]:
+        return best_per_n([r for r in self.kernels if r["operation"] == operation], implementation)
+
+    def _draw(self, ax, rows: List[Dict], gbps: bool, **style) -> None:
+        """Time (or GB/s) against n, bars from the fastest to the slowest sample."""
+        if not gbps:
+            self._errorbars(ax, [r["n"] for r in rows], rows, **style)
+            return
+        ys = [r["gbps"] for r in rows]
+        low = [r["gbps"] - r["bytes"] / (r["max_ms"] * 1e6) for r in rows]
+        high = [r["bytes"] / (r["min_ms"] * 1e6) - r["gbps"] for r in rows]
+        ax.errorbar([r["n"] for r in rows], ys, yerr=[low, high], capsize=1.5, elinewidth=0.6, markersize=3, **style)
+
+    def _every_sum(self, gbps: bool):
+        """A figure with one line per function and implementation, and one per baseline."""
+        fig, ax = self.plt.subplots(figsize=(6.4, 4.2))
+        for k, operation in enumerate(self._functions()):
+            for name in implementations(self.kernels):
+                series = self._series(operation, name)
+                if series and name not in ("CUB", "CPU"):
+                    self._draw(ax, series, gbps, marker="o", linewidth=1, linestyle=self.STYLES.get(name, "-."),
+                               color=f"C{k}", label=f"{operation}, {name}")
+        for operation, (color, style, marker, label) in self.BASELINES.items():
+            series = self._series(operation)
+            if series:
+                self._draw(ax, series, gbps, marker=marker, linewidth=1.3, linestyle=style, color=color, label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("n (float32 elements summed)")
+        ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        return fig, ax
+
+    def _mark_crossovers(self, ax) -> None:
+        """A vertical line where the GPU overtakes the fastest CPU row for good, and the verdicts."""
+        cpu = crossover.fastest_ms(self.kernels, crossover.CPU_OPERATIONS)
+        kernel_label, kernel = crossover.kernel_series(self.kernels)
+        transfer = crossover.fastest_ms(self.kernels, [crossover.WITH_TRANSFER])
+        verdicts = []
+        for label, gpu, short, color in ((kernel_label, kernel, "GPU kernel", "C4"),
+                                         ("the GPU with the copy (gpu_with_transfer)", transfer, "GPU with the copy",
+                                          "C5")):
+            if not gpu:
+                continue
+            n = crossover.crossover(gpu, cpu)
+            if n is not None:
+                ax.axvline(n, color=color, linestyle="-.", linewidth=1)
+                ax.text(n * 1.1, 0.98, f"{short} faster than\nthe CPU from n = {crossover.format_n(n)}", color=color,
+                        fontsize=7, va="top", ha="left", transform=ax.get_xaxis_transform())
+            verdicts.append(crossover.describe(label, gpu, cpu))
+        verdicts.append("Timed with CUDA events, L2 flushed: the GPU kernels;\nwith the host clock: the CPU, and the "
+                        "GPU with the copy")
+        ax.text(1.02, 0.0, "\n".join(textwrap.fill(v, 60) for v in verdicts), fontsize=6.5, color="0.25",
+                ha="left", va="bottom", transform=ax.transAxes)
+
+    def time_vs_n(self) -> None:
+        fig, ax = self._every_sum(gbps=False)
+        self._mark_crossovers(ax)
+        ax.set_ylabel("time (ms), median")
+        self._finish(fig, "time_vs_n", "sum of n floats: time against n")
+
+    def gbps_vs_n(self) -> None:
+        fig, ax = self._every_sum(gbps=True)
+        ax.axhline(self.copy_gbps, color="k", linestyle=(0, (1, 3)), linewidth=0.8,
+                   label=f"device copy bandwidth, read + write ({self.copy_gbps:.0f} GB/s)")
+        ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.set_ylabel("GB/s (n x 4 bytes / median time)")
+        self._finish(fig, "gbps_vs_n", "sum of n floats: bandwidth against n")
+
+    def fraction_of_cub(self) -> bool:
+        """Each function's GB/s at the largest n that CUB was timed at, as a share of CUB's."""
+        cub = self._series(crossover.KERNEL)
+        if not cub:
+            return False
+        largest, cub_gbps = cub[-1]["n"], cub[-1]["gbps"]
+        names = [n for n in implementations(self.kernels) if n not in ("CUB", "CPU")]
+        operations = self._functions()
+        fig, ax = self.plt.subplots(figsize=(6.2, 3.8))
+        width = 0.8 / max(len(names), 1)
+        highest = 100.0
+        for i, name in enumerate(names):
+            xs, heights = [], []
+            for k, operation in enumerate(operations):
+                x = k + (i - (len(names) - 1) / 2) * width
+                row = next((r for r in self._series(operation, name) if r["n"] == largest), None)
+                if row:
+                    xs.append(x)
+                    heights.append(100 * row["gbps"] / cub_gbps)
+                else:  # left out: wrong, crashed, not done (the optional challenge) or not swept this far
+                    ax.text(x, 2, "not\ntimed", ha="center", va="bottom", fontsize=6.5, color="0.4")
+            highest = max([highest] + heights)
+            bars = ax.bar(xs, heights, width=width * 0.95, color=f"C{i}", label=name)
+            ax.bar_label(bars, fmt="%.0f%%", fontsize=7, padding=1)
+        ax.axhline(100, color="k", linestyle=":", linewidth=0.8, label=f"cub::DeviceReduce::Sum ({cub_gbps:.0f} GB/s)")
+        ax.set_xticks(range(len(operations)))
+        ax.set_xticklabels(operations, fontsize=8)
+        ax.set_ylim(0, highest * 1.3)  # the legend's band above the bars
+        ax.set_ylabel(f"% of CUB's GB/s at n = {crossover.format_n(largest)}")
+        ax.legend(fontsize=7, loc="upper left", ncol=3)
+        self._finish(fig, "fraction_of_cub", f"sum of n = {crossover.format_n(largest)} floats: share of CUB")
+        return True
+
+
 def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="./plot", description="Turn a sweep CSV from ./sweep into figures (PNG plus PDF or SVG).",
@@ -318,6 +445,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         for r in rows:
             by_lesson[r["lesson"]].append(r)
         for lesson, lesson_rows in by_lesson.items():
+            if crossover.is_reduction(lesson_rows):
+                figures = ReductionFigures(plt, lesson_rows, out_dir, args.format, args.grid_mode, notes)
+                figures.time_vs_n()
+                figures.gbps_vs_n()
+                if not figures.fraction_of_cub():
+                    print(f"plot: {path} has no cub_sum rows (swept with --no-transfers): no fraction_of_cub figure")
+                for written in figures.written:
+                    print(f"wrote {written}")
+                continue
             if is_compute_bound(lesson_rows):
                 figures = GflopsFigures(plt, lesson_rows, out_dir, args.format, args.grid_mode, notes)
                 figures.gflops_vs_n()

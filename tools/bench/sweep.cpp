@@ -45,6 +45,24 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+// A size as the command line takes it: 1e6 for a power of ten, else the number.
+std::string size_name(std::size_t n) {
+  const int exponent = static_cast<int>(std::lround(std::log10(static_cast<double>(n))));
+  return n >= 1000 && std::pow(10.0, exponent) == static_cast<double>(n) ? "1e" + std::to_string(exponent)
+                                                                         : std::to_string(n);
+}
+
+// A lesson's default sizes for the usage: "1e3 .. 1e9 in half decades", or the list.
+std::string describe_sizes(const std::vector<std::size_t>& sizes) {
+  if (sizes.size() > 2 &&
+      sizes == half_decades(static_cast<double>(sizes.front()), static_cast<double>(sizes.back()))) {
+    return size_name(sizes.front()) + " .. " + size_name(sizes.back()) + " in half decades";
+  }
+  std::string out;
+  for (const std::size_t n : sizes) out += (out.empty() ? "" : ",") + size_name(n);
+  return out;
+}
+
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
   std::string quoted = "\"";
@@ -74,6 +92,8 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
   options.sizes = defaults.sizes;
   options.blocks = defaults.blocks;
   options.grid_modes = defaults.grid_modes;
+  std::vector<std::string> block_names;
+  for (const int block : defaults.blocks) block_names.push_back(std::to_string(block));
   const std::string usage =
       "usage: " + program + " [--implementation NAME] [--sizes N,N,...] [--blocks B,B,...] [--grids MODE,...]\n"
       "       [--warmup N] [--samples N] [--no-transfers] [--skip OP,...] [--print-header]\n"
@@ -81,11 +101,12 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
       "measurement to stdout (./sweep runs this for you and writes the file). Before each check and\n"
       "each measurement it prints a line '# checking OP' or '# measuring OP n=N ...': after a crash\n"
       "or a hang, the last one names the function, and ./sweep runs it again with --skip OP.\n"
-      "  --sizes      problem sizes (default 1e4 .. 1e8 in half decades; clipped to the GPU's free memory)\n"
-      "  --blocks     threads per block (default 32,64,128,256,512,1024)\n"
+      "  --sizes      problem sizes (default " + describe_sizes(defaults.sizes) + "; clipped to the GPU's free memory)\n"
+      "  --blocks     threads per block (default " + join(block_names) + ")\n"
       "  --grids      grid modes: " + join(defaults.grid_modes) + "\n"
       "  --implementation  the CSV's implementation column (default student)\n"
-      "  --no-transfers    no host-device copies (and no library baselines, in lessons that have them)\n"
+      "  --no-transfers    no host-device copies, and no baselines that do not depend on the code swept\n"
+      "                    (cuBLAS in lesson 03; CUB and the CPU in lesson 04)\n"
       "  --skip OP,...     leave these operations out: not checked, not timed (may be repeated)\n"
       "  --print-header    print the CSV header and stop (needs no GPU)\n";
   for (int i = 1; i < argc; ++i) {

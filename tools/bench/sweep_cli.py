@@ -30,6 +30,7 @@ from driver.cli import query_device, resolve_tree
 from driver.file_lock import LockError
 from driver.gpu_lock import GpuLock
 from driver.manifest import ManifestError, load_manifest, select_lessons
+import crossover
 from sweep_schema import COLUMNS, TRANSFERS, CsvError, is_transfer, left_out_note, read_sweep
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD = 0, 1, 2, 3, 4
@@ -53,16 +54,20 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
                     "hangs is left out and the rest swept; the CSV ends with a note saying which and why.",
         epilog="examples:  ./sweep 02                   the full sweep (sizes 1e4 .. 1e8)\n"
                "           ./sweep 02 --sizes 1e4,1e5,1e6 --blocks 128,256,512\n"
+               "           ./sweep 04                   sums of 1e3 .. 1e9 floats against CUB and the CPU\n"
                "           ./plot sweep-results/02_multiply_add.csv    then the figures",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lesson number or name (default: all with a sweep)")
     parser.add_argument("--tree", default="exercises", help="your code: a directory laid out like exercises/")
     parser.add_argument("--no-reference", action="store_true", help="sweep your code only")
-    parser.add_argument("--sizes", help="comma-separated sizes, e.g. 1e4,1e5,1e6 (default 1e4 .. 1e8, half decades)")
-    parser.add_argument("--blocks", help="comma-separated block sizes (default 32,64,128,256,512,1024)")
+    parser.add_argument("--sizes", help="comma-separated sizes, e.g. 1e4,1e5,1e6 (default: the lesson's: half "
+                                            "decades 1e4 .. 1e8 in 02 and 1e3 .. 1e9 in 04, N = 128 .. 8192 in 03)")
+    parser.add_argument("--blocks", help="comma-separated block sizes (default: the lesson's; 02: 32,64,...,1024, "
+                                             "03 and 04: 256)")
     parser.add_argument("--grids", help="comma-separated grid modes (lesson 02: cover,wave)")
     parser.add_argument("--samples", type=int, help="timed launches per measurement (default 20)")
-    parser.add_argument("--no-transfers", action="store_true", help="skip the host-device copy timings")
+    parser.add_argument("--no-transfers", action="store_true",
+                        help="skip the host-device copy timings and the baselines (cuBLAS in 03; CUB and the CPU in 04)")
     parser.add_argument("--out", default=str(root / "sweep-results"), help="where the CSVs go (default sweep-results/)")
     parser.add_argument("--build-dir", default=str(root / "build" / "grade"), help="CMake build directory")
     parser.add_argument("--no-build", action="store_true", help="use the programs already built in --build-dir")
@@ -275,11 +280,47 @@ def summarize_gflops(kernels: List[dict], largest: int) -> List[str]:
     return lines
 
 
+def summarize_reduction(rows: List[dict]) -> List[str]:
+    """Lesson 04: each function's GB/s at the largest n CUB was timed at, against CUB; the
+    baselines; and from which n the GPU beats the CPU (crossover.py)."""
+    cub = {r["n"]: r for r in rows if r["operation"] == crossover.KERNEL}
+    largest = max(cub) if cub else max(r["n"] for r in rows)
+    at_largest = [r for r in rows if r["n"] == largest]
+    lines = []
+    for name in sorted({r["implementation"] for r in at_largest} - {"CUB", "CPU"}, key=lambda s: (s != "student", s)):
+        parts = []
+        for operation in dict.fromkeys(r["operation"] for r in at_largest if r["implementation"] == name):
+            best = min((r for r in at_largest if r["implementation"] == name and r["operation"] == operation),
+                       key=lambda r: r["median_ms"])
+            share = f" ({best['gbps'] / cub[largest]['gbps']:.0%} of CUB)" if cub else ""
+            parts.append(f"{operation} {best['gbps']:.0f} GB/s{share}")
+        lines.append(f"  {name:<10} at n = {crossover.format_n(largest)}: " + ", ".join(parts))
+    baselines = {(r["operation"], r["n"]): r for r in rows if r["implementation"] in ("CUB", "CPU")}
+    for operation, label in ((crossover.KERNEL, "CUB, kernel alone"),
+                             (crossover.WITH_TRANSFER, "CUB after the pageable copy"),
+                             ("cpu_one_thread", "CPU, one thread"), ("cpu_all_threads", "CPU, all threads")):
+        sizes = [n for op, n in baselines if op == operation]
+        if sizes:
+            r = baselines[(operation, max(sizes))]
+            lines.append(f"  {label:<28} {r['gbps']:8.1f} GB/s at n = {crossover.format_n(r['n'])} ({operation})")
+    cpu = crossover.fastest_ms(rows, crossover.CPU_OPERATIONS)
+    if cpu:
+        label, kernel = crossover.kernel_series(rows)
+        series = [(label, kernel), ("the GPU with the copy (gpu_with_transfer)",
+                                    crossover.fastest_ms(rows, [crossover.WITH_TRANSFER]))]
+        if any(r["implementation"] == "student" and r["operation"] == "reduce_sum" for r in rows):
+            series.insert(1, ("your reduce_sum", crossover.fastest_ms(rows, ["reduce_sum"], "student")))
+        lines += [f"  {crossover.describe(label, gpu, cpu)}" for label, gpu in series if gpu]
+    return lines
+
+
 def summarize(path: Path) -> List[str]:
     """One line per implementation: its best configuration at the largest n."""
     rows = read_sweep(path)
     kernels = [r for r in rows if not is_transfer(r)]
     largest = max(r["n"] for r in kernels)
+    if crossover.is_reduction(kernels):
+        return summarize_reduction(kernels)
     if any(r["operation"] == "cublas_fp32" for r in kernels):
         return summarize_gflops(kernels, largest)
     lines = []
@@ -371,7 +412,7 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
                       file=sys.stderr)
                 status = EXIT_PARTIAL
                 continue
-            # Transfers (and lesson 03's baselines) are timed by the first run that gets to the end;
+            # Transfers (and the baselines of lessons 03 and 04) are timed by the first run that gets to the end;
             # a run after a crash times them again and the repeats are dropped, so none is lost.
             try:
                 with gpu.exclusive():

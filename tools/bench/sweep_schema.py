@@ -4,12 +4,14 @@ One row per measurement ("tidy" data). The sweep programs write the same columns
 (bench::sweep_columns() in tools/bench/sweep.cpp; a test checks they agree):
 
   lesson, implementation, operation   what was timed: e.g. 02_multiply_add, student, multiply_add
-                                      (transfers: implementation cudaMemcpy, operation h2d_pinned ...)
+                                      (transfers: implementation cudaMemcpy, operation h2d_pinned ...;
+                                      baselines: cuBLAS, CUB or CPU, e.g. CUB cub_sum, CPU cpu_one_thread)
   n                                   problem size in elements
   block, grid_mode, grid              the launch configuration (empty for transfers; block and grid are
                                       also empty with grid_mode "own": code that chose its own launch,
-                                      such as cuBLAS or lesson 03's challenge launcher)
-  samples, median_ms, min_ms, max_ms  the CUDA-event timing
+                                      such as cuBLAS, lesson 03's challenge launcher, or the CPU)
+  samples, median_ms, min_ms, max_ms  the timing: CUDA events, except lesson 04's CPU rows and
+                                      gpu_with_transfer, timed with the host clock (copies included)
   bytes, flops                        moved per launch (a copy counts its bytes once), operations per launch
   gbps, gflops                        bytes / median time, flops / median time (1e9 per second)
   pct_of_copy_bandwidth               gbps as a percentage of copy_bandwidth_gbps

@@ -2,7 +2,7 @@
 """End-to-end check of ./sweep and ./plot on a GPU: a small sweep of the reference solution
 writes a CSV that reads back with every expected row, ./plot draws every figure from it, and
 the untouched exercise is refused ("fix it first") instead of being timed; the same for
-lesson 03, with the plain student solution (which leaves the optional challenge undone).
+lessons 03 and 04, with the plain student solution (which leaves the optional challenge undone).
 
 Exit codes: 0 as expected, 1 not, 77 no GPU (ctest reports it as skipped)."""
 import argparse
@@ -61,6 +61,46 @@ def check_matmul(args, out) -> list:
     return problems
 
 
+def check_reduction(args, out) -> list:
+    """Lesson 04: every function of both trees, CUB and the CPU once each at every size, the
+    crossover in the summary, and its three figures; the plain student, who left the optional
+    challenge undone, is swept without it; the untouched exercise is refused."""
+    problems = []
+    sweep = [sys.executable, str(ROOT / "sweep"), "04", "--no-build", "--build-dir", args.build_dir,
+             "--sizes", "1000,1e6", "--out", out]
+    p = run(sweep + ["--tree", "grader/tests/students/plain"])
+    csv = Path(out) / "04_reduction.csv"
+    if p.returncode != 0 or not csv.exists():
+        return [f"./sweep 04 exited {p.returncode}"]
+    if "reduce_sum_challenge (student) is not timed: not implemented yet" not in p.stdout:
+        problems.append("./sweep 04 did not say that the plain student's challenge was left out")
+    if "the fastest CPU" not in p.stdout:
+        problems.append("./sweep 04 printed no crossover against the CPU")
+    rows = read_sweep(csv)
+    want = sorted([("student", op) for op in ("reduce_block", "reduce_sum", "norm_l2_cub")] +
+                  [("reference", op) for op in ("reduce_block", "reduce_sum", "norm_l2_cub", "reduce_sum_challenge")] +
+                  [("CUB", "cub_sum"), ("CUB", "gpu_with_transfer"), ("CPU", "cpu_one_thread"),
+                   ("CPU", "cpu_all_threads")])
+    for n in (1000, 1000000):
+        got = sorted((r["implementation"], r["operation"]) for r in rows if r["n"] == n)
+        if got != want:
+            problems.append(f"lesson 04 rows at n = {n}: expected {want}, got {got}")
+    big = {r["operation"]: r["gbps"] for r in rows if r["n"] == 1000000 and r["implementation"] != "student"}
+    if not 0 < big.get("cpu_one_thread", 0) < big.get("cub_sum", 0):
+        problems.append(f"lesson 04 at n = 1e6: expected 0 < one CPU thread's GB/s < CUB's, got {big}")
+    if args.plot_python:
+        figures = Path(out) / "figures04"
+        p = run([args.plot_python, str(ROOT / "plot"), str(csv), "--out", str(figures)])
+        written = sorted(f.name for f in figures.glob("*.png")) if figures.exists() else []
+        if p.returncode != 0 or written != [f"04_reduction_{name}.png"
+                                            for name in ("fraction_of_cub", "gbps_vs_n", "time_vs_n")]:
+            problems.append(f"./plot on lesson 04 exited {p.returncode} and wrote {written}")
+    p = run(sweep + ["--tree", "exercises", "--no-reference"])
+    if p.returncode != 1 or "fix it first" not in p.stdout:
+        problems.append(f"lesson 04, untouched exercise: expected exit 1 and 'fix it first', got exit {p.returncode}")
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", required=True)
@@ -96,6 +136,7 @@ def main() -> int:
         if p.returncode != 1 or "fix it first" not in p.stdout:
             problems.append(f"the untouched exercise: expected exit 1 and 'fix it first', got exit {p.returncode}")
         problems += check_matmul(args, out)
+        problems += check_reduction(args, out)
     for problem in problems:
         print("FAIL:", problem)
     print(f"{len(problems)} problem(s)" if problems else "as expected")

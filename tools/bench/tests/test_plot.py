@@ -1,9 +1,11 @@
-"""The plot tool on the checked-in sample sweep: every figure is written, in both formats,
-non-empty; functions that ./sweep left out are named on the figures; a malformed CSV is
-rejected with a message and exit 2; a Python without matplotlib gets a one-line install
-hint per interpreter tried and exit 3; a Python without it hands over to one with it. Run by
-the python3 that has matplotlib."""
+"""The plot tool on the checked-in sample sweeps: every figure is written, in both formats,
+non-empty; functions that ./sweep left out are named on the figures; lesson 04's crossover
+(where the GPU overtakes the CPU) is computed right and marked; a malformed CSV is rejected
+with a message and exit 2; a Python without matplotlib gets a one-line install hint per
+interpreter tried and exit 3; a Python without it hands over to one with it. Run by the
+python3 that has matplotlib."""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -12,10 +14,22 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
+sys.path.insert(0, str(HERE.parent))
+import crossover  # noqa: E402
+from sweep_schema import COLUMNS, read_sweep  # noqa: E402
+
 SAMPLE = HERE.parent / "samples" / "02_multiply_add_h200.csv"
 MATMUL_SAMPLE = HERE.parent / "samples" / "03_matmul_h200.csv"
+REDUCTION_SAMPLE = HERE.parent / "samples" / "04_reduction.csv"
+REDUCTION_FIGURES = ("fraction_of_cub", "gbps_vs_n", "time_vs_n")
 FIGURES = ("time_vs_n", "bandwidth_vs_block", "student_vs_reference", "kernel_vs_transfer")
 MAGIC = {"png": b"\x89PNG", "pdf": b"%PDF", "svg": b"<?xml"}
+
+
+def svg_text(path):
+    """The text on an SVG figure, in order: matplotlib writes each line of a label as a comment
+    before its glyphs, so a label wrapped over lines reads back as one line here."""
+    return " ".join(" ".join(c.split()) for c in re.findall(r"<!-- (.*?) -->", Path(path).read_text(), re.S))
 
 
 def plot(*args, env=None):
@@ -101,6 +115,48 @@ class PlotTest(unittest.TestCase):
                 self.assertIn("left out: student matmul_challenge (crashed)",
                               (Path(d) / f"03_matmul_{name}.svg").read_text())
 
+    def test_reduction_figures_from_its_sample(self):
+        """Lesson 04: time and GB/s against n for every sum, with CUB and the CPU, the crossover
+        marked, and the share of CUB at the largest n."""
+        with tempfile.TemporaryDirectory() as out:
+            p = plot(REDUCTION_SAMPLE, "--out", out, "--format", "svg")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            written = sorted(path.name for path in Path(out).iterdir())
+            self.assertEqual(written, [f"04_reduction_{name}.{ext}" for name in REDUCTION_FIGURES
+                                       for ext in ("png", "svg")])
+            for name in REDUCTION_FIGURES:
+                self.assertGreater((Path(out) / f"04_reduction_{name}.png").stat().st_size, 10_000, name)
+            time_svg = svg_text(Path(out) / "04_reduction_time_vs_n.svg")
+            gbps_svg = svg_text(Path(out) / "04_reduction_gbps_vs_n.svg")
+            for svg in (time_svg, gbps_svg):
+                for text in ("reduce_block, student", "reduce_sum, reference", "reduce_sum_challenge, reference",
+                             "CUB DeviceReduce::Sum, the kernel alone", "CPU, one thread", "CPU, all threads",
+                             "NVIDIA H100 80GB HBM3"):
+                    self.assertIn(text, svg)
+            # The sample's GPU kernel beats the fastest CPU from 1e4 on; with the pageable copy it
+            # wins at 1e5 only, against the one thread, and loses from 3.16e5 on.
+            self.assertIn("GPU kernel faster than", time_svg)
+            self.assertIn("the CPU from n = 1e4", time_svg)
+            self.assertNotIn("GPU with the copy faster than", time_svg)
+            self.assertIn("faster only at n = 1e5", time_svg)
+            self.assertIn("device copy bandwidth", gbps_svg)
+            fraction = svg_text(Path(out) / "04_reduction_fraction_of_cub.svg")
+            for text in ("reduce_sum_challenge", "% of CUB's GB/s at n = 1e9", "timed"):  # "not / timed": no student challenge
+                self.assertIn(text, fraction)
+
+    def test_reduction_without_baselines_still_draws_time_and_bandwidth(self):
+        """A lesson 04 sweep run with --no-transfers: no CUB, no CPU; two figures, and why not the third."""
+        with tempfile.TemporaryDirectory() as d:
+            csv = Path(d) / "sweep.csv"
+            csv.write_text("\n".join(l for l in REDUCTION_SAMPLE.read_text().splitlines()
+                                     if ",CUB," not in l and ",CPU," not in l) + "\n")
+            p = plot(csv, "--out", d, "--format", "svg")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("no cub_sum rows", p.stdout)
+            self.assertEqual(sorted(f.name for f in Path(d).glob("*.png")),
+                             ["04_reduction_gbps_vs_n.png", "04_reduction_time_vs_n.png"])
+            self.assertIn("not compared with the CPU", svg_text(Path(d) / "04_reduction_time_vs_n.svg"))
+
     def test_malformed_csv_is_rejected_with_a_message(self):
         with tempfile.TemporaryDirectory() as d:
             csv = Path(d) / "broken.csv"
@@ -152,6 +208,77 @@ class PlotTest(unittest.TestCase):
             p = plot("--help", env=dict(os.environ, PYTHONPATH=d))
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("usage", p.stdout)
+
+
+def reduction_csv(path, times):
+    """A tiny lesson 04 sweep: `times` maps operation to {n: median ms}."""
+    lines = ["# a test's sweep", ",".join(COLUMNS)]
+    implementations = {"reduce_sum": "student", "cub_sum": "CUB", "gpu_with_transfer": "CUB"}
+    for operation, series in times.items():
+        for n, ms in series.items():
+            gbps = 4 * n / (ms * 1e6)
+            lines.append(f"04_reduction,{implementations.get(operation, 'CPU')},{operation},{n},,own,,5,{ms},{ms},"
+                         f"{ms},{4 * n},{n},{gbps},{gbps / 4},{gbps / 30},3000,NVIDIA H100 80GB HBM3,2026-11-22T00:00:00Z")
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+class CrossoverTest(unittest.TestCase):
+    """crossover.py: the smallest n from which the GPU beats the fastest CPU row for good."""
+
+    def test_from_the_first_win_that_lasts(self):
+        cpu = {10: 1.0, 100: 10.0, 1000: 100.0, 10000: 1000.0}
+        self.assertEqual(crossover.crossover({10: 5.0, 100: 5.0, 1000: 6.0, 10000: 9.0}, cpu), 100)
+        self.assertEqual(crossover.crossover({10: 0.5, 100: 5.0, 1000: 6.0, 10000: 9.0}, cpu), 10)  # wins everywhere
+        # A win that does not last is no crossover: the later one is.
+        self.assertEqual(crossover.crossover({10: 0.5, 100: 20.0, 1000: 6.0, 10000: 9.0}, cpu), 1000)
+
+    def test_never(self):
+        cpu = {10: 1.0, 100: 10.0, 1000: 100.0}
+        self.assertIsNone(crossover.crossover({10: 2.0, 100: 20.0, 1000: 200.0}, cpu))
+        self.assertIsNone(crossover.crossover({10: 2.0, 100: 10.0, 1000: 100.0}, cpu))  # a tie is no win
+        self.assertIsNone(crossover.crossover({10: 2.0, 100: 5.0, 1000: 200.0}, cpu))  # won once, lost at the end
+        self.assertIn("faster only at n = 100",
+                      crossover.describe("gpu", {10: 2.0, 100: 5.0, 1000: 200.0}, cpu))
+        self.assertIn("does not beat the fastest CPU from any n on, up to n = 1e3",
+                      crossover.describe("gpu", {10: 2.0, 100: 20.0, 1000: 200.0}, cpu))
+
+    def test_only_sizes_measured_for_both_count(self):
+        cpu = {10: 1.0, 100: 10.0}  # the CPU rows stop early
+        self.assertEqual(crossover.crossover({10: 5.0, 100: 5.0, 1000: 50.0, 1e4: 500.0}, cpu), 100)
+        self.assertIsNone(crossover.crossover({1000: 5.0}, cpu))
+        self.assertIn("not compared", crossover.describe("gpu", {1000: 5.0}, cpu))
+
+    def test_on_a_sweep_against_the_fastest_cpu_row_at_each_n(self):
+        """The crossover is taken against the faster CPU row at each n: one thread wins at small n,
+        all threads at large n, so neither alone gives the right answer. The figure marks it."""
+        times = {"cub_sum": {1000: 0.01, 10000: 0.01, 100000: 0.012, 1000000: 0.03},
+                 "cpu_one_thread": {1000: 0.001, 10000: 0.011, 100000: 0.11, 1000000: 1.1},
+                 "cpu_all_threads": {1000: 0.1, 10000: 0.1, 100000: 0.005, 1000000: 0.04},
+                 "gpu_with_transfer": {1000: 0.05, 10000: 0.06, 100000: 0.1, 1000000: 0.5},
+                 "reduce_sum": {1000: 0.02, 10000: 0.02, 100000: 0.02, 1000000: 0.05}}
+        with tempfile.TemporaryDirectory() as d:
+            csv = Path(d) / "04_reduction.csv"
+            reduction_csv(csv, times)
+            rows = read_sweep(csv)
+            cpu = crossover.fastest_ms(rows, crossover.CPU_OPERATIONS)
+            self.assertEqual(cpu, {1000: 0.001, 10000: 0.011, 100000: 0.005, 1000000: 0.04})
+            label, kernel = crossover.kernel_series(rows)
+            self.assertEqual(label, "the GPU kernel (cub_sum)")
+            self.assertEqual(crossover.crossover(kernel, cpu), 1000000)
+            self.assertEqual(crossover.crossover(times["cub_sum"], times["cpu_one_thread"]), 10000)  # one row alone
+            self.assertIsNone(crossover.crossover(crossover.fastest_ms(rows, [crossover.WITH_TRANSFER]), cpu))
+            self.assertIsNone(crossover.crossover(crossover.fastest_ms(rows, ["reduce_sum"], "student"), cpu))
+            p = plot(csv, "--out", d, "--format", "svg")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            svg = svg_text(Path(d) / "04_reduction_time_vs_n.svg")
+            self.assertIn("the CPU from n = 1e6", svg)
+            self.assertIn("the GPU with the copy (gpu_with_transfer) does not beat the fastest CPU", svg)
+
+    def test_without_cub_the_reference_reduce_sum_is_the_kernel(self):
+        rows = [{"operation": "reduce_sum", "implementation": name, "n": 10, "median_ms": ms}
+                for name, ms in (("student", 2.0), ("reference", 1.0))]
+        self.assertEqual(crossover.kernel_series(rows), ("the GPU kernel (reference reduce_sum)", {10: 1.0}))
+        self.assertEqual(crossover.kernel_series(rows[:1]), ("the GPU kernel (student reduce_sum)", {10: 2.0}))
 
 
 if __name__ == "__main__":
