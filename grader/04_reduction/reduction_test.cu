@@ -469,8 +469,8 @@ workbook::TimingStats time_work(const std::function<void(cudaStream_t)>& work) {
   options.samples = 1;
   workbook::TimingStats stats = workbook::time_on_device(work, options);
   if (stats.median_ms < 100.0) {
-    options.warmup = 3;
-    options.samples = 20;
+    options.warmup = 5;  // a few more than elsewhere: at 2^26 a cold first few samples shifted CUB's median
+    options.samples = 30;
     stats = workbook::time_on_device(work, options);
   }
   return stats;
