@@ -776,7 +776,7 @@ TEST_CASE("Task 3: norm_l2_cub is the L2 norm for every size and input", "[task_
       if (!out.guards.intact()) FAIL("norm_l2_cub wrote outside *out: " << out.guards.describe(1) << ".");
       if (!within(got, want, tolerance)) {
         const bool squared = std::isfinite(got) &&
-                             within(got, squares, kC * ceil_log2(n) * kUnitRoundoff * squares + 1e-30);
+                             within(got, squares, (kC * ceil_log2(n) + 2) * kUnitRoundoff * squares);
         FAIL("norm_l2_cub on " << d.text() << ": expected sqrt(sum of x^2) = " << workbook::format_value(want)
              << ", got " << workbook::format_value(got, workbook::is_poison(got)) << " (tolerance " << tolerance << ")."
              << (squared ? "\nThat is the sum of squares itself: the post-map, the square root, is missing."

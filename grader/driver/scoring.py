@@ -260,7 +260,9 @@ def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str) -> Compo
     if all(o == "skipped" for o in outcomes):
         reason = "\n".join(_messages(phase))
         return ComponentResult("correctness", SKIPPED, 0, points, "skipped: " + reason.splitlines()[0], reason)
-    return ComponentResult("correctness", PASSED, points, points, "correct")
+    # Metrics a correctness test recorded (lesson 04: the worst rounding error seen, which is how
+    # its tolerance was calibrated) go into results.json beside the verdict.
+    return ComponentResult("correctness", PASSED, points, points, "correct", "", phase.metrics())
 
 
 def _measured(task: Task, phase: Optional[PhaseResult]) -> Optional[float]:
