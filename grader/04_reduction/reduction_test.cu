@@ -47,9 +47,11 @@ constexpr const char* kExercise = "exercises/04_reduction/reduction.cu";
 constexpr double kC = 16.0;
 const double kUnitRoundoff = std::ldexp(1.0, -24);
 constexpr std::size_t kExactOnesLimit = std::size_t(1) << 24;  // ones sum exactly up to here
-constexpr unsigned kGarbageBits = 0xA5A5A5A5u;                 // what the workspace holds at first
+// What the workspace holds at first: about 1.03e7 as a float and 1.26e9 as an unsigned, so neither an
+// accumulator nor a counter left in it unset can pass.
+constexpr unsigned kGarbageBits = 0x4B1D4B1Du;
 
-enum class Input { Uniform, Ones, Cancelling, Offset };
+enum class Input { Uniform, Ones, Cancelling, Offset, Signs };
 
 std::string input_text(Input input) {
   switch (input) {
@@ -57,6 +59,7 @@ std::string input_text(Input input) {
     case Input::Ones: return "all ones";
     case Input::Cancelling: return "cancelling (x[i] = r[i] - r[i+1], r uniform in [-1000, 1000])";
     case Input::Offset: return "offset (1000 + uniform in [-1, 1])";
+    case Input::Signs: return "random signs (+1 or -1)";
   }
   return "?";
 }
@@ -69,6 +72,7 @@ float input_value(Input input, std::uint64_t seed, std::size_t i) {
     case Input::Cancelling:
       return workbook::random_uniform(seed, i, -1000.0f, 1000.0f) - workbook::random_uniform(seed, i + 1, -1000.0f, 1000.0f);
     case Input::Offset: return 1000.0f + workbook::random_uniform(seed, i, -1.0f, 1.0f);
+    case Input::Signs: return workbook::random_uniform(seed, i, -1.0f, 1.0f) < 0 ? -1.0f : 1.0f;
   }
   return 0.0f;
 }
@@ -110,6 +114,9 @@ int ceil_log2(std::size_t n) {
 // sum; 0 (exact) for ones within float32's integers.
 double sum_tolerance(std::size_t count, double sum_abs, Input input) {
   if (input == Input::Ones && count <= kExactOnesLimit) return 0.0;
+  // Random signs: every partial sum is an integer far below 2^24 (they wander like sqrt(n)), so
+  // any order is exact, and at 2^28 a single dropped element shows.
+  if (input == Input::Signs) return 0.0;
   return kC * ceil_log2(count) * kUnitRoundoff * sum_abs;
 }
 
@@ -138,11 +145,22 @@ std::vector<Input> inputs_for(std::size_t n) {
 }
 
 // One float of output on the device, guarded, and a workspace that starts as garbage.
+// The workspace is guarded like an output: a call that writes past workspace_bytes is caught.
 struct Output {
   workbook::GuardedDeviceArray out{1};
-  workbook::DeviceBuffer<char> workspace{kWorkspaceBytes};
+  workbook::GuardedDeviceArray workspace{kWorkspaceBytes / sizeof(float)};
   Output() { fill_garbage(); }
   void fill_garbage() { workbook::fill_words_device(workspace.data(), kWorkspaceBytes / 4, kGarbageBits); }
+  // Fails the test when the last call wrote outside its workspace.
+  void check_workspace(const std::string& what) const {
+    const workbook::GuardReport guards = workspace.check_guards();
+    if (!guards.intact()) {
+      FAIL(what << " wrote outside its workspace (" << kWorkspaceBytes << " bytes): "
+           << guards.describe(kWorkspaceBytes / sizeof(float)) << " (counting in floats). Everything the call "
+           "keeps on the device must fit in workspace_bytes: one partial per block of a few hundred elements "
+           "does not fit at 2^28 floats.");
+    }
+  }
 };
 
 // A device-wide sum under test: reduce_sum or reduce_sum_challenge.
@@ -175,35 +193,57 @@ float sum_of_indicator(const Subject& s, std::size_t n, std::size_t begin, std::
 }
 
 std::string count_text(double k, const char* one, const char* many) {
-  std::ostringstream s;
-  s << k << " " << (k == 1 ? one : many);
-  return s.str();
+  return std::to_string(static_cast<long long>(k)) + " " + (k == 1 ? one : many);
 }
 
-// Why a device-wide sum is wrong: the facts, and a hint only where a rerun shows the cause.
+// \p s on \p d with *out set to \p start and the workspace refilled with the same garbage.
+float sum_from(const Subject& s, Data& d, Output& o, float start, const std::string& what) {
+  o.fill_garbage();
+  o.out.upload({start});
+  s.run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
+  grader::synchronize(s.name + " " + what);
+  return o.out.download()[0];
+}
+
+// Why a device-wide sum is wrong: the facts, and a hint only where the evidence shows the cause
+// (reruns, an exact count of ones, probe inputs).
 std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unwritten) {
   const std::size_t n = d.size();
   const double want = d.exact_sum(), tolerance = sum_tolerance(n, d.sum_abs(0, n), d.input);
   std::ostringstream out;
   out << s.name << " on " << d.text() << ": expected " << workbook::format_value(want) << ", got "
       << workbook::format_value(got, unwritten) << " (tolerance " << tolerance << ").\n";
-
-  // The result depends on what *out held before the call: set it to 0 and compare.
   if (unwritten) return out.str() + "*out was never written.";
-  if (!std::isfinite(got) || !within(got, want, tolerance)) {
-    workbook::fill_words_device(o.out.data(), 1, 0u);
-    s.run(d.device.data(), n, o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
-    grader::synchronize(s.name + " with *out set to 0 first");
-    const float from_zero = o.out.download()[0];
-    if (within(from_zero, want, tolerance)) {
-      return out.str() + grader::hint("stale-accumulator",
-                                      "with *out set to 0 before the call instead of the grader's NaN, the result is "
-                                      "right: " + s.name + " adds to whatever *out holds. Nobody zeroes it for you, and "
-                                      "the next call finds the last result there: zero it on the stream at the start of "
-                                      "every call (cudaMemsetAsync), or write the result once instead of adding to it.");
+
+  // A race first: the same input and the same starting state, a different result.
+  for (int again = 0; again < 3; ++again) {
+    const float other = sum_from(s, d, o, workbook::poison_value(), "again, to compare two runs");
+    const bool differ = std::isfinite(got) != std::isfinite(other) ||
+                        (std::isfinite(got) && !within(other, got, 2 * tolerance));
+    if (differ) {
+      return out.str() + grader::hint("reduction-race", "the same input gave " + workbook::format_value(got) + " and " +
+                                      "then " + workbook::format_value(other) + ": threads race. In a tree that is a "
+                                      "__syncthreads() missing between two levels, or a warp stage that reads shared "
+                                      "memory without __syncwarp() or shuffles. ./grade --sanitize 04 runs racecheck, "
+                                      "which names the line.");
     }
   }
-  if (d.input == Input::Ones && n <= kExactOnesLimit && std::isfinite(got) && got == std::floor(got)) {
+  // The result follows what *out held: start it at 0, then at V, the workspace the same both times.
+  constexpr float kStart = 1024.0f;
+  const float from_zero = sum_from(s, d, o, 0.0f, "with *out set to 0 first");
+  const float from_v = sum_from(s, d, o, kStart, "with *out set to 1024 first");
+  if (within(from_zero, want, tolerance) && within(from_v, want + kStart, tolerance + 4 * kUnitRoundoff * (std::abs(want) + kStart))) {
+    return out.str() + grader::hint("stale-accumulator",
+                                    "with *out set to 0 before the call the result is right, and with *out set to 1024 "
+                                    "it comes out 1024 larger: " + s.name + " adds to whatever *out holds. Nobody "
+                                    "zeroes it for you, and the next call finds the last result there: zero it on the "
+                                    "stream at the start of every call (cudaMemsetAsync), or write the result once "
+                                    "instead of adding to it.");
+  }
+  // Ones: the exact count tells how many were dropped or doubled (a result far outside [0, 2n] is
+  // no count at all).
+  if (d.input == Input::Ones && n <= kExactOnesLimit && std::isfinite(got) && got >= 0 && got <= 2.0 * n &&
+      got == std::floor(got)) {
     const double k = double(n) - got;
     if (k > 0) {
       const float head = sum_of_indicator(s, n, 0, n - std::size_t(k), o);
@@ -216,26 +256,15 @@ std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unw
                                         "from 0 to n - 1 must be added once.");
       }
       return out.str() + grader::hint("dropped-elements", "the sum of " + std::to_string(n) + " ones came out " +
-                                      workbook::format_value(got) + ": " + count_text(k, "element was", "elements were") +
-                                      " never added.");
+                                      workbook::format_value(got) + ", short by " + count_text(k, "one", "ones") +
+                                      ": " + count_text(k, "element is", "elements are") + " not counted.");
     }
     if (k < 0) {
       return out.str() + grader::hint("counted-twice", "the sum of " + std::to_string(n) + " ones came out " +
-                                      workbook::format_value(got) + ": " + count_text(-k, "element was", "elements were") +
-                                      " added twice. Do two parts of the code (the grid-stride loop and a tail, or two "
-                                      "threads) cover the same indices?");
-    }
-  }
-  // A race: the same input, a different result.
-  for (int again = 0; again < 3; ++again) {
-    o.out.poison();
-    const float other = call(s, d, o);
-    if (std::isfinite(got) != std::isfinite(other) || (std::isfinite(got) && !within(other, got, 2 * tolerance))) {
-      return out.str() + grader::hint("reduction-race", "the same input gave " + workbook::format_value(got) + " and " +
-                                      "then " + workbook::format_value(other) + ": threads race. In a tree that is a "
-                                      "__syncthreads() missing between two levels, or a warp stage that reads shared "
-                                      "memory without __syncwarp() or shuffles. ./grade --sanitize 04 runs racecheck, "
-                                      "which names the line.");
+                                      workbook::format_value(got) + ", " + count_text(-k, "one", "ones") + " too many: " +
+                                      count_text(-k, "element is", "elements are") + " counted twice. Do two parts of "
+                                      "the code (the grid-stride loop and a tail, or two threads) cover the same "
+                                      "indices?");
     }
   }
   if (!std::isfinite(got)) {
@@ -265,6 +294,7 @@ void check_sum(const Subject& s, Data& d, Output& o) {
   s.run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
   grader::synchronize(s.name + " on " + d.text());
   const grader::DeviceOutput result = grader::read_back(o.out);
+  o.check_workspace(s.name + " on " + d.text());
   const float got = result.values[0];
   const bool unwritten = workbook::is_poison(got);
   const double want = d.exact_sum(), tolerance = sum_tolerance(d.size(), d.sum_abs(0, d.size()), d.input);
@@ -279,17 +309,26 @@ void check_sum(const Subject& s, Data& d, Output& o) {
 }
 
 // True when \p s wrote nothing into *out for a small input: the untouched skeleton.
+// A call that launched work or copied something is implemented, whatever it left in *out (a
+// last-block counter stuck on the workspace's garbage leaves *out unwritten): the checks say so.
 bool writes_nothing(const Subject& s) {
   Data d(1000, Input::Uniform, "probe");
   Output o;
-  s.run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
+  const auto trace = grader::trace([&] {
+    s.run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
+  });
   grader::synchronize(s.name + ", the first call");
   const auto result = grader::read_back(o.out);
+  if (trace && (!trace->kernels.empty() || !trace->memsets.empty() || !trace->copies.empty())) return false;
   return result.guards.intact() && workbook::is_poison(result.values[0]);
 }
 
 // CUB's kernels live in the cub:: namespace (compiled into the program, not a shared library).
-bool is_cub_kernel(const grader::TracedKernel& k) { return k.name.find("cub::") != std::string::npos; }
+// The kernel's own qualified name (before its template arguments) is in cub::, so a student's
+// kernel templated on a CUB type is not taken for CUB's.
+bool is_cub_kernel(const grader::TracedKernel& k) {
+  return k.name.substr(0, k.name.find('<')).find("cub::") != std::string::npos;
+}
 
 std::vector<grader::TracedKernel> cub_kernels(const grader::Trace& t) {
   std::vector<grader::TracedKernel> found;
@@ -385,21 +424,32 @@ void check_repeated_calls(const Subject& s) {
   }
 }
 
-// The pointer one float into an allocation: float4 loads straight from it would be misaligned.
+// Pointers 1, 2 and 3 floats past a 16-byte boundary, with n shorter and longer than the
+// elements before the next boundary; ones, so a dropped or doubled element shows exactly.
 void check_unaligned(const Subject& s) {
-  for (const std::size_t n : {std::size_t(1) << 16, std::size_t(4099)}) {
-    Data d(n + 1, Input::Uniform, "unaligned");
-    Output o;
-    o.out.poison();
-    s.run(d.device.data() + 1, n, o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
-    grader::synchronize(s.name + " on a pointer one float past a 16-byte boundary");
-    const float got = o.out.download()[0];
-    const double want = d.sum(1, n + 1), tolerance = sum_tolerance(n, d.sum_abs(1, n + 1), d.input);
-    if (!within(got, want, tolerance)) {
-      FAIL(s.name << " on in = (an aligned pointer) + 1, n = " << n << ": expected " << workbook::format_value(want)
-           << ", got " << workbook::format_value(got, workbook::is_poison(got))
-           << ". The input need not start on a 16-byte boundary: float4 loads need one, so handle the elements "
-              "before the first boundary (and after the last) separately.");
+  for (const std::size_t n : {1, 2, 3, 4, 5, 7, 4099, 65536}) {
+    Data d(n + 3, Input::Ones, "unaligned");
+    for (const std::size_t offset : {1, 2, 3}) {
+      Output o;
+      o.out.poison();
+      s.run(d.device.data() + offset, n, o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
+      grader::synchronize(s.name + " on a pointer " + std::to_string(offset) + " floats past a 16-byte boundary");
+      const float got = o.out.download()[0];
+      o.check_workspace(s.name + " on an unaligned pointer");
+      if (got == float(n)) continue;
+      // The same n from an aligned pointer: does the start address matter?
+      Output aligned;
+      aligned.out.poison();
+      s.run(d.device.data(), n, aligned.out.data(), aligned.workspace.data(), kWorkspaceBytes, s.stream);
+      grader::synchronize(s.name + " on the same n from an aligned pointer");
+      const float from_aligned = aligned.out.download()[0];
+      FAIL(s.name << " on n = " << n << " ones starting " << offset << " floats past a 16-byte boundary returned "
+           << workbook::format_value(got, workbook::is_poison(got)) << "; expected " << n << "."
+           << (from_aligned == float(n)
+                   ? "\nThe same n from a 16-byte-aligned pointer gives the right sum, so the result depends on where "
+                     "in starts: vector loads such as float4 need a 16-byte-aligned address, so the elements before "
+                     "the first boundary (and after the last) are handled one by one."
+                   : std::string()));
     }
   }
 }
@@ -444,10 +494,12 @@ void check_large(const Subject& s) {
   if (grader::sanitize_mode()) return;
   for (const int log2n : {26, 28}) {
     const std::size_t n = workbook::fit_in_free_memory(std::size_t(1) << log2n, 3);
-    Data d(n, Input::Uniform, s.name + " large");
-    Output o;
-    CAPTURE(d.text());
-    check_sum(s, d, o);
+    for (const Input input : {Input::Signs, Input::Uniform}) {
+      Data d(n, input, s.name + " large");
+      Output o;
+      CAPTURE(d.text());
+      check_sum(s, d, o);
+    }
   }
 }
 
@@ -650,17 +702,46 @@ void check_blocks(Data& d, int block, const std::string& what) {
     }
   }
   if (d.input == Input::Ones && e.nonfinite == 0) {
-    // Ones: a full block's sum is exactly its count; the missing count is what was dropped.
+    // Ones: a full block's sum is exactly its count (a result outside [0, 2 * count] is no count).
     const std::size_t b = e.blocks[0];
     const double count = double(std::min(n, (b + 1) * block) - b * block);
     const float got = out.values[b];
-    if (!workbook::is_poison(got) && got == std::floor(got) && got != count) {
+    if (!workbook::is_poison(got) && got >= 0 && got <= 2 * count && got == std::floor(got) && got != count) {
       const double k = count - got;
-      FAIL(msg.str() << grader::hint(k > 0 ? "dropped-elements" : "counted-twice",
-                                     "block " + std::to_string(b) + " summed " + workbook::format_value(count) +
-                                     " ones to " + workbook::format_value(got) + ": " +
-                                     count_text(std::abs(k), "element was", "elements were") +
-                                     (k > 0 ? " never added (or added as 0)." : " added twice.")));
+      const std::string facts = "block " + std::to_string(b) + " summed " + workbook::format_value(count) +
+                                " ones to " + workbook::format_value(got);
+      if (k < 0) {
+        FAIL(msg.str() << grader::hint("counted-twice", facts + ": " + count_text(-k, "element is", "elements are") +
+                                                        " counted twice."));
+      }
+      // Which positions never reach the block's sum: a probe with a single 1 per block, at
+      // position p in block p.
+      std::vector<float> lone(std::size_t(block) * block, 0.0f);
+      for (int q = 0; q < block; ++q) lone[std::size_t(q) * block + q] = 1.0f;
+      workbook::GuardedDeviceArray probe(lone.size(), workbook::kInputGuardBits), probe_sums(block);
+      probe.upload(lone);
+      launch_block(probe.data(), lone.size(), probe_sums.data(), block);
+      grader::synchronize("the probe with a single 1 per block");
+      const std::vector<float> single = probe_sums.download();
+      std::vector<int> lost;
+      for (int q = 0; q < block; ++q) {
+        if (single[q] != 1.0f) lost.push_back(q);
+      }
+      if (lost.empty()) {
+        FAIL(msg.str() << grader::hint("partials-lost", facts + ", yet a 1 alone at any of the " +
+                                       std::to_string(block) + " positions reaches the block's sum (a probe with a "
+                                       "single 1 per block): sums of several elements get lost when two partial sums "
+                                       "are added, the same way every run. Some level reads a value before the level "
+                                       "before it has written it: levels inside one warp need __syncwarp() or "
+                                       "shuffles, levels across warps __syncthreads()."));
+      }
+      std::string positions;
+      for (std::size_t q = 0; q < lost.size() && q < 8; ++q) positions += (q ? ", " : "") + std::to_string(lost[q]);
+      if (lost.size() > 8) positions += ", ...";
+      FAIL(msg.str() << grader::hint("dropped-elements", facts + ": " + count_text(k, "element is", "elements are") +
+                                     " not counted. A probe with a single 1 per block shows which positions never "
+                                     "reach the block's sum: " + std::to_string(lost.size()) + " of " +
+                                     std::to_string(block) + " (" + positions + ")."));
     }
   }
   FAIL(msg.str());

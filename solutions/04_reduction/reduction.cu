@@ -97,6 +97,7 @@ reduce_one_pass(const float* in, std::size_t n, float* out, float* partials, uns
   }
   __syncthreads();
   if (!last) return;
+  __threadfence();  // acquire: the partials the count promised are read after it
   float v = 0.0f;
   for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) v += __ldcg(&partials[b]);  // from L2
   v = block_sum(v);

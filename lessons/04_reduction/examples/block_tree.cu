@@ -34,8 +34,11 @@ __global__ void block_max_interleaved(const float* in, float* block_max) {
 }
 
 // The same tree with the working threads packed at the front (no divergence until fewer
-// than 32 work), but thread t now touches s[2 * stride * t]: at stride 16, lanes 0 and 1 hit
-// words 0 and 32, the same bank, and the warp's 32 accesses queue up 16 deep.
+// than 32 work), but thread t now touches s[2 * stride * t] and s[2 * stride * t + stride]:
+// bank conflicts (32 banks, word w in bank w % 32). At stride 1 a warp's 32 active lanes
+// touch 64 words, two per bank: 2-way. Each level doubles it, and at stride 16 every active
+// lane of a warp hits the same bank: 32-way when all 32 lanes work (blocks of 1024 threads),
+// fewer ways when fewer lanes do (8 with blocks of 256).
 __global__ void block_max_interleaved_packed(const float* in, float* block_max) {
   extern __shared__ float s[];
   const unsigned t = threadIdx.x;
