@@ -213,7 +213,10 @@ std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unw
   std::ostringstream out;
   out << s.name << " on " << d.text() << ": expected " << workbook::format_value(want) << ", got "
       << workbook::format_value(got, unwritten) << " (tolerance " << tolerance << ").\n";
-  if (unwritten) return out.str() + "*out was never written.";
+  if (unwritten) {
+    return out.str() + "*out was never written, yet the call launched work (it is not \"not implemented\"): is a "
+                       "counter or flag in the workspace trusted before it was set in this call?";
+  }
 
   // A race first: the same input and the same starting state, a different result.
   for (int again = 0; again < 3; ++again) {
