@@ -6,8 +6,8 @@
 #include <cstdio>
 
 //! [columns_in_x]
-// x runs along a row: the 32 threads of a warp touch 32 neighbouring floats, 128 bytes in a
-// row, which the memory system serves as one transaction.
+// x runs along a row: the 32 threads of a warp (32 wide blocks) touch 32 neighbouring floats,
+// 128 bytes in a row, which the memory system serves as four 32-byte sectors, all used.
 __global__ void scale_rows(const float* A, const float* s, float* B, int rows, int cols) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   const int r = blockIdx.y * blockDim.y + threadIdx.y;
@@ -17,7 +17,7 @@ __global__ void scale_rows(const float* A, const float* s, float* B, int rows, i
 
 //! [rows_in_x]
 // x runs down a column (as i, j = cuda.grid(2) with i the row does in Numba): the 32 threads
-// of a warp touch 32 floats `cols` apart, 32 separate transactions for 32 useful floats.
+// of a warp touch 32 floats `cols` apart: 32 separate 32-byte sectors for 32 useful floats.
 __global__ void scale_rows_strided(const float* A, const float* s, float* B, int rows, int cols) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   const int c = blockIdx.y * blockDim.y + threadIdx.y;
