@@ -84,9 +84,13 @@ struct Data {
     const std::uint64_t seed = grader::seed_for(name + " " + std::to_string(n) + " " + input_text(kind));
     for (std::size_t i = 0; i < n; ++i) host[i] = input_value(kind, seed, i);
     if (n > 0) device.upload(host);
+    total = sum(0, n);
+    total_abs = sum_abs(0, n);
   }
   std::size_t size() const { return host.size(); }
-  double exact_sum() const { return sum(0, size()); }
+  double exact_sum() const { return total; }
+  // How far a right sum of the whole input may be from exact_sum().
+  double tolerance() const;
   double sum(std::size_t begin, std::size_t end) const {
     double s = 0;
     for (std::size_t i = begin; i < end; ++i) s += host[i];
@@ -102,6 +106,7 @@ struct Data {
   Input input;
   std::vector<float> host;
   workbook::GuardedDeviceArray device;
+  double total = 0, total_abs = 0;  // the exact sum and sum of |x|, computed once
 };
 
 int ceil_log2(std::size_t n) {
@@ -118,6 +123,14 @@ double sum_tolerance(std::size_t count, double sum_abs, Input input) {
   // any order is exact, and at 2^28 a single dropped element shows.
   if (input == Input::Signs) return 0.0;
   return kC * ceil_log2(count) * kUnitRoundoff * sum_abs;
+}
+
+double Data::tolerance() const { return sum_tolerance(size(), total_abs, input); }
+
+// The same for an L2 norm \p norm of \p count elements: the sum of squares within the tree bound,
+// then a square root (half the relative error) rounded once.
+double norm_tolerance(std::size_t count, double norm) {
+  return (kC * ceil_log2(count) * kUnitRoundoff / 2 + 2 * kUnitRoundoff) * norm;
 }
 
 bool within(double got, double want, double tolerance) {
@@ -138,9 +151,9 @@ std::vector<std::size_t> correctness_sizes() {
   return sizes;
 }
 
-// Ones first: their exact sum tells how many elements were dropped or doubled.
-std::vector<Input> inputs_for(std::size_t n) {
-  if (n > (std::size_t(1) << 22)) return {Input::Uniform, Input::Offset};
+// The inputs of every correctness size (2^22 at most). Ones first: their exact sum tells how many
+// elements were dropped or doubled.
+std::vector<Input> inputs_for() {
   return {Input::Ones, Input::Uniform, Input::Cancelling, Input::Offset};
 }
 
@@ -209,7 +222,7 @@ float sum_from(const Subject& s, Data& d, Output& o, float start, const std::str
 // (reruns, an exact count of ones, probe inputs).
 std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unwritten) {
   const std::size_t n = d.size();
-  const double want = d.exact_sum(), tolerance = sum_tolerance(n, d.sum_abs(0, n), d.input);
+  const double want = d.exact_sum(), tolerance = d.tolerance();
   std::ostringstream out;
   out << s.name << " on " << d.text() << ": expected " << workbook::format_value(want) << ", got "
       << workbook::format_value(got, unwritten) << " (tolerance " << tolerance << ").\n";
@@ -274,7 +287,7 @@ std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unw
     out << "The input holds only finite numbers, and the grader surrounds it with NaN: a NaN result comes from "
            "reading outside in[0 .. n-1], or shared memory or workspace that was never written.";
   } else {
-    const double unit = ceil_log2(n) * kUnitRoundoff * d.sum_abs(0, n);
+    const double unit = ceil_log2(n) * kUnitRoundoff * d.total_abs;
     out << "The error is " << std::abs(got - want) / unit << " times ceil(log2 n) * u * sum|x| (u = 2^-24), the "
         << "error bound of a tree-shaped sum; the grader allows " << kC << " times it.";
   }
@@ -300,12 +313,12 @@ void check_sum(const Subject& s, Data& d, Output& o) {
   o.check_workspace(s.name + " on " + d.text());
   const float got = result.values[0];
   const bool unwritten = workbook::is_poison(got);
-  const double want = d.exact_sum(), tolerance = sum_tolerance(d.size(), d.sum_abs(0, d.size()), d.input);
+  const double want = d.exact_sum(), tolerance = d.tolerance();
   if (!result.guards.intact()) {
     FAIL(s.name << " on " << d.text() << " wrote outside *out (one float): " << result.guards.describe(1) << ".");
   }
   if (!unwritten && within(got, want, tolerance)) {
-    note_error(got, want, d.size(), d.sum_abs(0, d.size()));
+    note_error(got, want, d.size(), d.total_abs);
     return;
   }
   FAIL(sum_errors(s, d, o, got, unwritten));
@@ -400,7 +413,7 @@ void check_repeated_calls(const Subject& s) {
   o.out.poison();
   std::vector<float> results;
   for (int i = 0; i < 3; ++i) results.push_back(call(s, first, o));
-  const double want = first.exact_sum(), tolerance = sum_tolerance(first.size(), first.sum_abs(0, first.size()), first.input);
+  const double want = first.exact_sum(), tolerance = first.tolerance();
   for (int i = 0; i < 3; ++i) {
     if (within(results[i], want, tolerance)) continue;
     std::ostringstream facts;
@@ -420,7 +433,7 @@ void check_repeated_calls(const Subject& s) {
   }
   const float other = call(s, second, o);
   const double want2 = second.exact_sum();
-  if (!within(other, want2, sum_tolerance(second.size(), second.sum_abs(0, second.size()), second.input))) {
+  if (!within(other, want2, second.tolerance())) {
     FAIL(s.name << " on a second input (" << second.text() << ") right after the first returned "
          << workbook::format_value(other) << "; expected " << workbook::format_value(want2)
          << ". Does something from the previous call survive into the next?");
@@ -468,7 +481,7 @@ void require_implemented(const Subject& s, const char* task) {
 // A device-wide sum (tasks 2 and 4) on every size and input of the correctness list.
 void check_sizes_and_inputs(const Subject& s) {
   for (const std::size_t n : correctness_sizes()) {
-    for (const Input input : inputs_for(n)) {
+    for (const Input input : inputs_for()) {
       Data d(n, input, s.name);
       Output o;
       CAPTURE(d.text());
@@ -549,10 +562,15 @@ struct CubSum {
 };
 
 // GB/s of \p run at 2^26 and 2^28 floats (as memory allows) against CUB's Sum on the same data;
-// the lower fraction is the task's metric. \p check verifies a result before anything is timed.
+// the lower fraction is the task's metric. \p exact gives the right result and its tolerance
+// for the input; a wrong result is never timed. The input is uniform in [0, 1): no cancellation,
+// so a dropped part of it is far outside the tolerance.
+struct Expected {
+  double value, tolerance;
+};
 void measure_against_cub(const std::string& name,
                          const std::function<void(const float*, std::size_t, float*, void*, cudaStream_t)>& run,
-                         const std::function<double(const std::vector<float>&)>& exact) {
+                         const std::function<Expected(const std::vector<float>&)>& exact) {
   const double copy_gbps = workbook::copy_bandwidth_gbps_for_run();
   double lowest = 0, lowest_gbps = 0, lowest_n = 0, lowest_ms = 0;
   bool first = true;
@@ -561,18 +579,16 @@ void measure_against_cub(const std::string& name,
     CAPTURE(n);
     workbook::DeviceBuffer<float> in(n), out(1);
     workbook::DeviceBuffer<char> workspace(kWorkspaceBytes);
-    workbook::fill_random_device(in.data(), n, grader::seed_for(name + " perf " + std::to_string(n)));
+    workbook::fill_random_device(in.data(), n, grader::seed_for(name + " perf " + std::to_string(n)), 0.0f, 1.0f);
     run(in.data(), n, out.data(), workspace.data(), nullptr);
     grader::synchronize(name + " at n = " + std::to_string(n) + ", before timing");
     std::vector<float> host(n);
     in.copy_to_host(host.data());
     float got = 0;
     out.copy_to_host(&got);
-    double sum_abs = 0;
-    for (const float x : host) sum_abs += std::abs(double(x));
-    const double want = exact(host), tolerance = sum_tolerance(n, sum_abs, Input::Uniform);
-    if (!within(got, want, tolerance)) {
-      FAIL(name << " at n = " << n << ": expected " << workbook::format_value(want) << ", got "
+    const Expected want = exact(host);
+    if (!within(got, want.value, want.tolerance)) {
+      FAIL(name << " at n = " << n << ": expected " << workbook::format_value(want.value) << ", got "
            << workbook::format_value(got) << ": a wrong result is not timed.");
     }
     const auto stats = time_work([&](cudaStream_t s) { run(in.data(), n, out.data(), workspace.data(), s); });
@@ -598,16 +614,16 @@ void measure_against_cub(const std::string& name,
   grader::record_metric("fraction_of_cub", lowest);
 }
 
-double exact_sum(const std::vector<float>& x) {
+Expected exact_sum(const std::vector<float>& x) {
   double s = 0;
-  for (const float v : x) s += v;
-  return s;
+  for (const float v : x) s += v;  // x >= 0: the sum is also the sum of |x|
+  return {s, sum_tolerance(x.size(), s, Input::Uniform)};
 }
 
-double exact_norm(const std::vector<float>& x) {
+Expected exact_norm(const std::vector<float>& x) {
   double s = 0;
   for (const float v : x) s += double(v) * v;
-  return std::sqrt(s);
+  return {std::sqrt(s), norm_tolerance(x.size(), std::sqrt(s))};
 }
 
 // ---- task 1: the block tree ----------------------------------------------------------------
@@ -782,7 +798,7 @@ TEST_CASE("Task 1: reduce_block gives every block's sum, for every power-of-two 
   std::vector<int> blocks{32, 64, 128, 256, 512, 1024};
   for (const std::size_t n : correctness_sizes()) {
     if (n > (std::size_t(1) << 20) && n != 1048573) continue;  // task 1 is about the tree, not the size
-    for (const Input input : inputs_for(n)) {
+    for (const Input input : inputs_for()) {
       Data d(n, input, "task 1");
       for (const int block : blocks) {
         CAPTURE(d.text(), block);
@@ -845,14 +861,13 @@ TEST_CASE("Task 3: norm_l2_cub is the L2 norm for every size and input", "[task_
   require_norm_implemented();
   Output o;
   for (const std::size_t n : correctness_sizes()) {
-    for (const Input input : inputs_for(n)) {
+    for (const Input input : inputs_for()) {
       Data d(n, input, "task 3");
       CAPTURE(d.text());
       double squares = 0;
       for (const float x : d.host) squares += double(x) * x;
       const double want = std::sqrt(squares);
-      // The sum of squares within the tree bound, then a square root (half the relative error) rounded once.
-      const double tolerance = (kC * ceil_log2(n) * kUnitRoundoff / 2 + 2 * kUnitRoundoff) * want;
+      const double tolerance = norm_tolerance(n, want);
       const auto out = norm(d.device.data(), n, o);
       const float got = out.values[0];
       if (!out.guards.intact()) FAIL("norm_l2_cub wrote outside *out: " << out.guards.describe(1) << ".");
