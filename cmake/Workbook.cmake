@@ -1,8 +1,9 @@
 # The two functions that turn the lesson manifest into targets.
 #
 #   workbook_add_lesson(<slug>)
-#       The lesson's own targets: its grader tests (an object library, compiled once) and
-#       its worked examples (lessons/<slug>/examples/*.cu, one program each).
+#       The lesson's own targets: its grader tests (an object library, compiled once), the
+#       code it gives students (lessons/<slug>/*.cu, a library every tree links: lesson 05's
+#       kernels) and its worked examples (lessons/<slug>/examples/*.cu, one program each).
 #
 #   workbook_add_tree(<name> <dir> [SWEEPS] [LESSONS <slug>...])
 #       A tree laid out like exercises/: for each lesson present in <dir>, a library of the
@@ -67,11 +68,22 @@ function(workbook_add_lesson slug)
   add_library(${link} INTERFACE)
   include("${grader_dir}/grader.cmake" OPTIONAL)
 
+  file(GLOB given CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/lessons/${slug}/*.cu")
+  if(given)
+    add_library(lesson_${slug} STATIC ${given})
+    target_include_directories(lesson_${slug} PUBLIC "${PROJECT_SOURCE_DIR}/lessons/${slug}")
+    target_link_libraries(lesson_${slug} PUBLIC workbook::common)
+    target_link_libraries(grader_${slug}_tests PUBLIC lesson_${slug})
+  endif()
+
   file(GLOB examples CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/lessons/${slug}/examples/*.cu")
   foreach(example IN LISTS examples)
     get_filename_component(name "${example}" NAME_WE)
     add_executable(example_${slug}_${name} "${example}")
     target_link_libraries(example_${slug}_${name} PRIVATE workbook::common CUDA::cublas)
+    if(TARGET lesson_${slug})
+      target_link_libraries(example_${slug}_${name} PRIVATE lesson_${slug})
+    endif()
     if(WORKBOOK_BUILD_TESTS)
       # Examples quoted in a lesson must run: exit 0, or 77 (skipped) without a GPU.
       add_test(NAME lessons.${slug}.example_${name} COMMAND example_${slug}_${name})
@@ -100,6 +112,9 @@ function(workbook_add_tree name dir)
     add_library(${impl} STATIC ${files})
     target_include_directories(${impl} PUBLIC "${PROJECT_SOURCE_DIR}/lessons/${slug}")
     target_link_libraries(${impl} PUBLIC workbook::common CUDA::cublas)
+    if(TARGET lesson_${slug})
+      target_link_libraries(${impl} PUBLIC lesson_${slug})
+    endif()
     # -lineinfo: compute-sanitizer and crash reports can name the student's source line.
     target_compile_options(${impl} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
 

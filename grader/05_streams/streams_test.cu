@@ -1,0 +1,1072 @@
+// Grader tests for lesson 05 (streams: a chunked pipeline, two streams joined by an event,
+// stream-ordered temporaries, and the pageable pipeline of the challenge).
+//
+// The kernels are the lesson's own (streams::transform and streams::smooth), so every result is
+// compared bit for bit with the same kernels run by the grader in one piece. Host outputs are
+// poisoned and guarded, device buffers guarded. What the tasks are about (which streams, which
+// copies, which waits, which allocations) the tracer sees: each check says what it saw.
+// Performance is a ratio of times taken in the same process: task 1 against the overlap bound
+// max(copy in, kernel, copy out) with each stage timed alone, task 3 against the same loop with
+// cudaMalloc and cudaFree, task 4 against the sequential pageable version.
+#include "streams.hpp"
+
+#include "diagnosis.hpp"
+#include "grader.hpp"
+#include "tracer.hpp"
+
+#include "workbook/workbook.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+// The caller's own work: a kernel that keeps a stream busy for a while. (A kernel in a named
+// namespace: nvcc's stubs for kernels in an anonymous namespace clash with Catch2's.)
+namespace streams_grader {
+
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+}  // namespace streams_grader
+
+namespace {
+
+constexpr const char* kExercise = "exercises/05_streams/streams.cu";
+constexpr int kCheckWork = 8;           // correctness runs: a light kernel
+constexpr std::size_t kHostGuard = 1024;  // floats of guard on each side of a host output
+constexpr std::size_t kFloat = sizeof(float);
+
+// Keeps \p stream busy for about \p ms milliseconds from when the GPU gets to it.
+void spin(cudaStream_t stream, double ms) {
+  streams_grader::spin_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(ms * 1e6));
+  WORKBOOK_CHECK_LAUNCH();
+}
+
+// ---- Host memory between guards. ----
+
+// n floats of host memory, pinned (cudaMallocHost) or pageable (new), between two guards of
+// kHostGuard floats holding kOutputGuardBits.
+class HostArray {
+public:
+  HostArray(std::size_t n, bool pinned) : n_(n), pinned_(pinned) {
+    const std::size_t total = n + 2 * kHostGuard;
+    if (pinned_) {
+      void* p = nullptr;
+      WORKBOOK_CUDA_CHECK(cudaMallocHost(&p, total * kFloat));
+      base_ = static_cast<float*>(p);
+    } else {
+      pageable_.resize(total);
+      base_ = pageable_.data();
+    }
+    poison();
+  }
+  ~HostArray() {
+    if (pinned_) cudaFreeHost(base_);
+  }
+  HostArray(const HostArray&) = delete;
+  HostArray& operator=(const HostArray&) = delete;
+
+  float* data() { return base_ + kHostGuard; }
+  const float* data() const { return base_ + kHostGuard; }
+  std::size_t size() const { return n_; }
+  // Every element poisoned, the guards restored.
+  void poison() {
+    const float p = workbook::poison_value();
+    std::fill(data(), data() + n_, p);
+    const std::uint32_t bits = workbook::kOutputGuardBits;
+    for (std::size_t i = 0; i < kHostGuard; ++i) {
+      std::memcpy(base_ + i, &bits, kFloat);
+      std::memcpy(base_ + kHostGuard + n_ + i, &bits, kFloat);
+    }
+  }
+  void fill(const std::vector<float>& values) { std::copy(values.begin(), values.end(), data()); }
+  workbook::GuardReport guards() const {
+    std::vector<std::uint32_t> before(kHostGuard), after(kHostGuard);
+    std::memcpy(before.data(), base_, kHostGuard * kFloat);
+    std::memcpy(after.data(), base_ + kHostGuard + n_, kHostGuard * kFloat);
+    return workbook::inspect_guards(before, after, workbook::kOutputGuardBits);
+  }
+
+private:
+  std::size_t n_;
+  bool pinned_;
+  float* base_ = nullptr;
+  std::vector<float> pageable_;
+};
+
+// ---- Inputs and the results they must give. ----
+
+std::vector<float> input_values(std::size_t n, const std::string& name) {
+  return workbook::random_floats(n, grader::seed_for(name + " " + std::to_string(n)), -1.0f, 1.0f);
+}
+
+// transform(x) for every element, by the lesson's kernel in one launch: the bits a right
+// answer has.
+std::vector<float> transformed(const std::vector<float>& x, int work) {
+  if (x.empty()) return {};
+  workbook::DeviceBuffer<float> in(x.size()), out(x.size());
+  in.copy_from_host(x.data());
+  streams::transform(in.data(), out.data(), x.size(), work, nullptr);
+  std::vector<float> y(x.size());
+  out.copy_to_host(y.data());
+  return y;
+}
+
+// Compares a host output with the expected bits, checks its guards, and returns the facts
+// (empty when right).
+std::string host_output_errors(const HostArray& out, const std::vector<float>& want, const std::string& what) {
+  std::ostringstream msg;
+  const workbook::GuardReport guards = out.guards();
+  if (!guards.intact()) msg << what << " wrote outside host_out: " << guards.describe(out.size()) << ".\n";
+  const auto report = workbook::compare_to_reference(out.data(), want.data(), want.size(), workbook::Tolerance{});
+  if (!report.ok()) {
+    msg << what << ": " << report.wrong << " of " << want.size() << " elements are wrong (the kernel is the "
+        << "lesson's, so a right element has exactly the grader's bits).\n" << report.describe();
+  }
+  return msg.str();
+}
+
+std::string device_guard_errors(const workbook::GuardedDeviceArray& a, const char* name, const std::string& what) {
+  const workbook::GuardReport guards = a.check_guards();
+  if (guards.intact()) return "";
+  return what + " wrote outside " + name + ": " + guards.describe(a.size()) + ".\n";
+}
+
+std::string seen_text(const grader::Trace& t) { return "\nWhat the grader saw on the GPU during the call:\n" + t.describe(); }
+
+bool is_host_device_copy(const grader::TracedCopy& c) {
+  return c.direction == grader::CopyDirection::HostToDevice || c.direction == grader::CopyDirection::DeviceToHost;
+}
+
+bool did_anything(const grader::Trace& t) { return !t.kernels.empty() || !t.copies.empty() || !t.memsets.empty(); }
+
+// The work that ran on a legacy or per-thread default stream, described; empty when none did.
+std::string default_stream_work(const grader::Trace& t) {
+  for (const auto& k : t.program_kernels()) {
+    if (k.stream_known && grader::is_default_stream(k.stream)) return "kernel " + grader::launch_text(k);
+  }
+  for (const auto& c : t.copies) {
+    if (c.stream_known && grader::is_default_stream(c.stream)) {
+      return "a copy " + grader::direction_text(c.direction) + (c.api.empty() ? "" : " (" + c.api + ")");
+    }
+  }
+  return "";
+}
+
+// A synchronous copy between host and device, described; empty when every copy was asynchronous.
+std::string synchronous_copy(const grader::Trace& t) {
+  for (const auto& c : t.copies) {
+    if (is_host_device_copy(c) && !c.asynchronous) {
+      return grader::direction_text(c.direction) + " of " + std::to_string(c.bytes) + " bytes" +
+             (c.api.empty() ? "" : " by " + c.api);
+    }
+  }
+  return "";
+}
+
+// A copy from or to pageable host memory, described; empty when none.
+std::string pageable_copy(const grader::Trace& t) {
+  for (const auto& c : t.copies) {
+    if (is_host_device_copy(c) && c.host_side() == grader::MemoryKind::Pageable) {
+      return grader::direction_text(c.direction) + " of " + std::to_string(c.bytes) + " bytes" +
+             (c.api.empty() ? "" : " by " + c.api);
+    }
+  }
+  return "";
+}
+
+// True when some host<->device copy ran while one of the program's kernels ran.
+bool copies_overlap_kernels(const grader::Trace& t) {
+  for (const auto& k : t.program_kernels()) {
+    for (const auto& c : t.copies) {
+      if (is_host_device_copy(c) && c.start_ns < k.end_ns && k.start_ns < c.end_ns) return true;
+    }
+  }
+  return false;
+}
+
+std::set<std::uint32_t> kernel_streams(const grader::Trace& t) {
+  std::set<std::uint32_t> ids;
+  for (const auto& k : t.program_kernels()) ids.insert(k.stream_id);
+  return ids;
+}
+
+bool enqueues_work(const std::string& call) {
+  return grader::is_kernel_launch(call) || call.rfind("cudaMemcpy", 0) == 0 || call.rfind("cudaMemset", 0) == 0;
+}
+
+// A wait for the GPU (stream, event) made before the last piece of work was queued: a wait inside
+// the loop. Empty when every wait came after all the work was queued.
+std::string wait_inside_loop(const grader::Trace& t) {
+  std::size_t last_enqueue = 0;
+  bool any = false;
+  for (std::size_t i = 0; i < t.calls.size(); ++i) {
+    if (enqueues_work(t.calls[i].name)) last_enqueue = i, any = true;
+  }
+  if (!any) return "";
+  std::size_t waits = 0;
+  std::string name;
+  for (std::size_t i = 0; i < last_enqueue; ++i) {
+    const std::string& c = t.calls[i].name;
+    if (c == "cudaStreamSynchronize" || c == "cudaEventSynchronize" || c == "cudaDeviceSynchronize") {
+      ++waits;
+      name = c;
+    }
+  }
+  if (waits == 0) return "";
+  return std::to_string(waits) + " call" + (waits > 1 ? "s" : "") + " to " + name + " while work was still being "
+         "queued";
+}
+
+// The latest end of any GPU work in the trace.
+std::uint64_t last_gpu_end(const grader::Trace& t) {
+  std::uint64_t end = 0;
+  for (const auto& k : t.kernels) end = std::max(end, k.end_ns);
+  for (const auto& c : t.copies) end = std::max(end, c.end_ns);
+  for (const auto& m : t.memsets) end = std::max(end, m.end_ns);
+  return end;
+}
+
+std::uint64_t last_copy_end(const grader::Trace& t, grader::CopyDirection direction) {
+  std::uint64_t end = 0;
+  for (const auto& c : t.copies) {
+    if (c.direction == direction) end = std::max(end, c.end_ns);
+  }
+  return end;
+}
+
+// ---- Timing. ----
+
+// Median host time of \p work (which waits for its own GPU work) over \p samples runs after one
+// untimed run. The host clock is right here: the functions timed return when their result is on
+// the host.
+workbook::TimingStats host_time(const std::function<void()>& work, int samples = 7) {
+  work();
+  std::vector<double> ms;
+  for (int i = 0; i < samples; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  return workbook::summarize_ms(ms);
+}
+
+// Median GPU time of \p work enqueued on a non-blocking stream of the grader's, by events.
+double stream_ms(const std::function<void(cudaStream_t)>& work, int samples = 5) {
+  workbook::Stream stream(cudaStreamNonBlocking);
+  workbook::Event start, stop;
+  work(stream.get());
+  std::vector<double> ms;
+  for (int i = 0; i < samples; ++i) {
+    start.record(stream.get());
+    work(stream.get());
+    stop.record(stream.get());
+    stop.synchronize();
+    ms.push_back(workbook::elapsed_ms(start, stop));
+  }
+  return workbook::summarize_ms(ms).median_ms;
+}
+
+// The `work` at which transform of n floats takes \p target_ms on this GPU: the kernel's time is
+// close to a + b * work, measured at two points.
+int work_for(const float* in, float* out, std::size_t n, double target_ms) {
+  constexpr int kLow = 16, kHigh = 256;
+  const double low = stream_ms([&](cudaStream_t s) { streams::transform(in, out, n, kLow, s); });
+  const double high = stream_ms([&](cudaStream_t s) { streams::transform(in, out, n, kHigh, s); });
+  const double per_step = std::max((high - low) / (kHigh - kLow), 1e-9);
+  const double work = kLow + (target_ms - low) / per_step;
+  return static_cast<int>(std::clamp(work, 1.0, 1e6));
+}
+
+// ============================ Task 1: process ============================
+
+struct Shape {
+  std::size_t n;
+  int streams, chunks;
+};
+
+std::string shape_text(const Shape& s) {
+  return "n = " + std::to_string(s.n) + ", " + std::to_string(s.streams) + " stream" + (s.streams > 1 ? "s" : "") +
+         ", " + std::to_string(s.chunks) + " chunk" + (s.chunks > 1 ? "s" : "");
+}
+
+std::vector<Shape> pipeline_shapes() {
+  std::vector<Shape> shapes{{1, 1, 1}, {1, 3, 5}, {2, 1, 64}, {1000, 1, 1}, {1000, 2, 3}, {4099, 3, 7},
+                            {65536, 4, 16}, {100003, 7, 10}};
+  const std::uint64_t r = grader::seed_for("task 1 shape");
+  shapes.push_back({1 + r % 300000, int(1 + (r >> 20) % 8), int(1 + (r >> 30) % 40)});
+  if (grader::sanitize_mode()) return shapes;
+  for (const Shape& s : {Shape{1000003, 4, 16}, Shape{777777, 8, 13}, Shape{(1u << 20) + 5, 5, 1},
+                         Shape{(1u << 22) + 1, 4, 33}}) {
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+// Everything process() works on, for one shape: pinned input and output, device buffers.
+struct Pipeline {
+  explicit Pipeline(const Shape& s, bool pinned = true)
+      : shape(s), in(s.n, pinned), out(s.n, pinned), device_in(std::max<std::size_t>(s.n, 1)),
+        device_out(std::max<std::size_t>(s.n, 1)) {
+    const auto x = input_values(s.n, "task 1");
+    in.fill(x);
+    expected = transformed(x, kCheckWork);
+  }
+  void run() {
+    streams::process(in.data(), out.data(), device_in.data(), device_out.data(), shape.n, kCheckWork, shape.streams,
+                     shape.chunks);
+  }
+  Shape shape;
+  HostArray in, out;
+  workbook::GuardedDeviceArray device_in, device_out;
+  std::vector<float> expected;
+};
+
+// Why process() left host_out wrong: the facts, and a hint where the evidence shows the cause.
+std::string process_errors(Pipeline& p, const std::string& facts) {
+  const std::size_t n = p.shape.n, c = std::size_t(p.shape.chunks);
+  std::string out = facts;
+  const auto report = workbook::compare_to_reference(p.out.data(), p.expected.data(), n, workbook::Tolerance{});
+  // Exactly the last n mod C elements never written: chunks of n / C rounded down.
+  const std::size_t covered = (n / c) * c;
+  if (n % c != 0 && n / c > 0 && report.unwritten == n - covered && report.unwritten_is_tail() &&
+      report.first_unwritten == covered && report.wrong == report.unwritten) {
+    return out + grader::hint("chunk-remainder",
+                              "the elements never written are exactly the last " + std::to_string(n - covered) +
+                              " (n mod num_chunks): chunks of n / num_chunks elements, rounded down, leave the rest "
+                              "out. Let the chunk boundaries come from the element count (chunk c starts at "
+                              "n * c / num_chunks), or give the last chunk what remains.");
+  }
+  // Returned before the copies back were done: watch a second call.
+  p.out.poison();
+  const auto trace = grader::trace([&] { p.run(); });
+  if (trace) {
+    const std::uint64_t copied_back = last_copy_end(*trace, grader::CopyDirection::DeviceToHost);
+    if (copied_back > trace->returned_ns) {
+      return out + grader::hint("returns-early",
+                                "process returned " + std::to_string((copied_back - trace->returned_ns) / 1000) +
+                                " us before its last copy to host_out ended, so the caller read a half-written "
+                                "host_out. Before returning, wait for each of your streams (cudaStreamSynchronize).") +
+             seen_text(*trace);
+    }
+    return out + seen_text(*trace);
+  }
+  return out;
+}
+
+// True when process() did nothing at all for a small input: the untouched skeleton.
+bool process_does_nothing() {
+  Pipeline p({1000, 2, 3});
+  std::optional<grader::Trace> trace;
+  {
+    grader::GpuWait wait("process, the first call");
+    trace = grader::trace([&] { p.run(); });
+  }
+  if (trace && did_anything(*trace)) return false;
+  return workbook::compare_to_reference(p.out.data(), p.expected.data(), p.shape.n, workbook::Tolerance{}).unwritten ==
+         p.shape.n;
+}
+
+TEST_CASE("Task 1: process gives every element for any n, number of streams and of chunks", "[task_1]") {
+  grader::require_gpu();
+  if (process_does_nothing()) {
+    grader::not_implemented(std::string("process wrote nothing to host_out and ran nothing on the GPU (TODO(task 1) in ") +
+                            kExercise + ")");
+  }
+  for (const Shape& shape : pipeline_shapes()) {
+    CAPTURE(shape_text(shape));
+    Pipeline p(shape);
+    {
+      grader::GpuWait wait("process on " + shape_text(shape));
+      p.run();
+    }
+    const std::string what = "process on " + shape_text(shape);
+    std::string facts = host_output_errors(p.out, p.expected, what);
+    facts += device_guard_errors(p.device_in, "device_in", what) + device_guard_errors(p.device_out, "device_out", what);
+    if (!facts.empty()) FAIL(process_errors(p, facts));
+  }
+}
+
+TEST_CASE("Task 1: process rejects fewer than one stream or chunk", "[task_1]") {
+  grader::require_gpu();
+  Pipeline p({1000, 2, 3});
+  for (const auto& [streams, chunks] : {std::pair{0, 4}, std::pair{4, 0}, std::pair{-1, 1}}) {
+    bool threw = false;
+    try {
+      streams::process(p.in.data(), p.out.data(), p.device_in.data(), p.device_out.data(), p.shape.n, kCheckWork,
+                       streams, chunks);
+    } catch (const std::exception&) {
+      threw = true;
+    }
+    grader::synchronize("process with " + std::to_string(streams) + " streams and " + std::to_string(chunks) + " chunks");
+    if (!threw) {
+      FAIL("process with num_streams = " << streams << " and num_chunks = " << chunks << " returned as if all was well. "
+           "Bad arguments get an exception that says what was wrong (std::invalid_argument), never a crash, a hang "
+           "or a silent nothing.");
+    }
+  }
+}
+
+TEST_CASE("Task 1: process overlaps copies with kernels on streams of its own, and waits only for them", "[task_1]") {
+  grader::require_gpu();
+  if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
+  const Shape shape{std::size_t(1) << 22, 4, 16};
+  Pipeline p(shape);
+  // A kernel as heavy as a chunk's copies, so that overlap can show.
+  const std::size_t chunk = shape.n / std::size_t(shape.chunks);
+  const double copy_ms = stream_ms([&](cudaStream_t s) {
+    WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(p.device_in.data(), p.in.data(), chunk * kFloat, cudaMemcpyHostToDevice, s));
+  });
+  const int work = work_for(p.device_in.data(), p.device_out.data(), chunk, copy_ms);
+  p.expected = transformed(std::vector<float>(p.in.data(), p.in.data() + shape.n), work);
+
+  // The caller's own work, on a stream of its own: process must not wait for it.
+  workbook::Stream caller(cudaStreamNonBlocking);
+  constexpr double kCallerMs = 200;
+  spin(caller.get(), kCallerMs);
+  std::optional<grader::Trace> trace;
+  {
+    grader::GpuWait wait("process on " + shape_text(shape) + " while the caller's kernel runs");
+    trace = grader::trace([&] {
+      streams::process(p.in.data(), p.out.data(), p.device_in.data(), p.device_out.data(), shape.n, work,
+                       shape.streams, shape.chunks);
+    });
+  }
+  const bool caller_still_running = cudaStreamQuery(caller.get()) == cudaErrorNotReady;
+  caller.synchronize();
+  if (const std::string facts = host_output_errors(p.out, p.expected, "process on " + shape_text(shape)); !facts.empty()) {
+    FAIL(facts << (trace ? seen_text(*trace) : ""));
+  }
+  if (!trace) return;
+  const std::string seen = seen_text(*trace);
+  const std::string intro = "process on " + shape_text(shape) + " gave the right result, but ";
+  if (trace->count_calls("cudaDeviceSynchronize") > 0) {
+    FAIL(intro << "it called cudaDeviceSynchronize.\n"
+         << grader::hint("device-synchronize",
+                         "cudaDeviceSynchronize waits for everything on the GPU, the caller's work on other streams "
+                         "too: here the grader had a kernel of " + std::to_string(int(kCallerMs)) + " ms running on its "
+                         "own stream, and process waited for it. Wait for your own streams "
+                         "(cudaStreamSynchronize) or events instead.")
+         << seen);
+  }
+  if (!caller_still_running) {
+    FAIL(intro << "it returned only after the caller's own kernel (" << kCallerMs << " ms, on another stream) had "
+         "finished: it waited for work that was not its own. Wait for your own streams only." << seen);
+  }
+  if (const std::string where = default_stream_work(*trace); !where.empty()) {
+    FAIL(intro << "it ran " << where << " on the default stream.\n"
+         << grader::hint("default-stream",
+                         "the legacy default stream waits for every blocking stream and they wait for it, so work "
+                         "there runs alone: nothing overlaps it. Give every copy and kernel one of your own streams "
+                         "(the last argument of cudaMemcpyAsync, the stream argument of transform).")
+         << seen);
+  }
+  if (const std::string copy = synchronous_copy(*trace); !copy.empty()) {
+    FAIL(intro << "it copied " << copy << ", a synchronous copy.\n"
+         << grader::hint("synchronous-copy",
+                         "cudaMemcpy returns only when the copy is done, and the host queues nothing else meanwhile, "
+                         "so nothing overlaps it. cudaMemcpyAsync(dst, src, bytes, kind, stream) queues the copy on "
+                         "the stream and returns at once.")
+         << seen);
+  }
+  if (const std::string copy = pageable_copy(*trace); !copy.empty()) {
+    FAIL(intro << "it copied " << copy << " through pageable host memory: host_in and host_out are pinned, so the "
+         "data went through a buffer of your own. Copy straight from host_in and into host_out." << seen);
+  }
+  if (const std::string waits = wait_inside_loop(*trace); !waits.empty()) {
+    FAIL(intro << "it made " << waits << ".\n"
+         << grader::hint("sync-in-loop",
+                         "a wait inside the loop stops the host from queueing the next chunk until the GPU is idle, "
+                         "so no chunk's copy can overlap another's kernel. Queue every chunk first, then wait for "
+                         "your streams once, after the loop.")
+         << seen);
+  }
+  if (kernel_streams(*trace).size() < 2) {
+    FAIL(intro << "all its kernels ran on one stream, though it was given " << shape.streams << ".\n"
+         << grader::hint("one-stream",
+                         "work on one stream runs strictly in order: chunk 2's copy in waits for chunk 1's copy "
+                         "out, so copies never overlap kernels. Spread the chunks over num_streams streams of your "
+                         "own (chunk c on stream c % num_streams).")
+         << seen);
+  }
+  if (!copies_overlap_kernels(*trace)) {
+    FAIL(intro << "no copy ran while one of its kernels ran: there was no overlap to speak of." << seen);
+  }
+  if (trace->device_bytes_not_freed() > 0) {
+    FAIL(intro << "it left " << trace->device_bytes_not_freed() << " bytes of device memory allocated." << seen);
+  }
+}
+
+TEST_CASE("Task 1: process time against the overlap bound max(copy in, kernel, copy out)", "[task_1][perf]") {
+  grader::require_gpu();
+  const std::size_t n = workbook::fit_in_free_memory(std::size_t(1) << 25, 3);
+  const Shape shape{n, 4, 32};
+  CAPTURE(shape_text(shape));
+  HostArray in(n, true), out(n, true);
+  workbook::DeviceBuffer<float> device_in(n), device_out(n);
+  in.fill(input_values(n, "task 1 perf"));
+  device_in.copy_from_host(in.data());
+
+  // Each stage alone, on the grader's stream; the kernel made as long as the copy in.
+  const double h2d_ms = stream_ms([&](cudaStream_t s) {
+    WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(device_in.data(), in.data(), n * kFloat, cudaMemcpyHostToDevice, s));
+  });
+  const int work = work_for(device_in.data(), device_out.data(), n, h2d_ms);
+  const double kernel_ms = stream_ms([&](cudaStream_t s) { streams::transform(device_in.data(), device_out.data(), n, work, s); });
+  const double d2h_ms = stream_ms([&](cudaStream_t s) {
+    WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(out.data(), device_out.data(), n * kFloat, cudaMemcpyDeviceToHost, s));
+  });
+  const std::vector<float> want = [&] {
+    std::vector<float> y(n);
+    std::memcpy(y.data(), out.data(), n * kFloat);
+    return y;
+  }();
+  out.poison();
+  const auto run = [&] {
+    grader::GpuWait wait("process on " + shape_text(shape));
+    streams::process(in.data(), out.data(), device_in.data(), device_out.data(), n, work, shape.streams, shape.chunks);
+  };
+  run();
+  if (const std::string facts = host_output_errors(out, want, "process on " + shape_text(shape)); !facts.empty()) {
+    FAIL(facts << "A wrong result is not timed.");
+  }
+  const workbook::TimingStats stats = host_time(run);
+  const double bound = std::max({h2d_ms, kernel_ms, d2h_ms}), sequential = h2d_ms + kernel_ms + d2h_ms;
+  grader::record_metric("n", double(n));
+  grader::record_metric("streams", shape.streams);
+  grader::record_metric("chunks", shape.chunks);
+  grader::record_metric("work", work);
+  grader::record_metric("h2d_ms", h2d_ms);
+  grader::record_metric("kernel_ms", kernel_ms);
+  grader::record_metric("d2h_ms", d2h_ms);
+  grader::record_metric("bound_ms", bound);
+  grader::record_metric("sequential_ms", sequential);
+  grader::record_metric("median_ms", stats.median_ms);
+  grader::record_metric("speedup_over_sequential", sequential / stats.median_ms);
+  grader::record_metric("fraction_of_overlap_bound", bound / stats.median_ms);
+}
+
+// ============================ Task 2: compute_then_copy ============================
+
+struct TwoStages {
+  explicit TwoStages(std::size_t n)
+      : n(n), in(std::max<std::size_t>(n, 1)), out(std::max<std::size_t>(n, 1)), host_out(n, true),
+        compute(cudaStreamNonBlocking), copy(cudaStreamNonBlocking) {
+    const auto x = input_values(n, "task 2");
+    if (n > 0) in.upload(x);
+    expected = transformed(x, kCheckWork);
+  }
+  void run() {
+    streams::compute_then_copy(in.data(), out.data(), host_out.data(), n, kCheckWork, compute.get(), copy.get());
+  }
+  std::size_t n;
+  workbook::GuardedDeviceArray in, out;
+  HostArray host_out;
+  workbook::Stream compute, copy;
+  std::vector<float> expected;
+};
+
+// The stream an event was last recorded on before the i-th call of the trace; false when none.
+bool recorded_on(const grader::Trace& t, std::size_t before, const void* event, cudaStream_t* stream) {
+  bool found = false;
+  for (std::size_t i = 0; i < before && i < t.calls.size(); ++i) {
+    const auto& c = t.calls[i];
+    if ((c.name == "cudaEventRecord" || c.name == "cudaEventRecordWithFlags") && c.pointer == event) {
+      *stream = c.stream;
+      found = true;
+    }
+  }
+  return found;
+}
+
+// Why the copy did not wait for the kernel: what the trace shows about the events.
+std::string ordering_errors(const TwoStages& s, const grader::Trace& t) {
+  const auto kernels = t.program_kernels();
+  std::uint64_t kernel_end = 0;
+  for (const auto& k : kernels) kernel_end = std::max(kernel_end, k.end_ns);
+  std::uint64_t copy_start = UINT64_MAX;
+  for (const auto& c : t.copies) {
+    if (c.direction == grader::CopyDirection::DeviceToHost) copy_start = std::min(copy_start, c.start_ns);
+  }
+  if (kernels.empty() || copy_start == UINT64_MAX || copy_start >= kernel_end) return "";
+  const std::string when = "the copy to host_out started " + std::to_string((kernel_end - copy_start) / 1000) +
+                           " us before the kernel ended";
+  std::size_t waits = 0;
+  for (std::size_t i = 0; i < t.calls.size(); ++i) {
+    const auto& c = t.calls[i];
+    if (c.name != "cudaStreamWaitEvent") continue;
+    ++waits;
+    cudaStream_t where = nullptr;
+    if (c.stream == s.copy.get() && recorded_on(t, i, c.pointer, &where) && where != s.compute.get()) {
+      return grader::hint("event-wrong-stream",
+                          when + ": `copy` waited on an event recorded on " + grader::stream_text(where) +
+                          ", not on `compute`. An event marks a point in the stream it is recorded on; record it on "
+                          "`compute`, after the kernel, for `copy` to wait for the kernel.");
+    }
+  }
+  if (waits == 0) {
+    return grader::hint("missing-wait",
+                        when + ", and nothing made `copy` wait: streams are independent queues, so `copy` ran "
+                        "as soon as it could. Record an event on `compute` after the kernel and make `copy` wait "
+                        "for it (cudaStreamWaitEvent) before the copy.");
+  }
+  return when + ".";
+}
+
+TEST_CASE("Task 2: compute_then_copy's copy waits for the kernel, for every n", "[task_2]") {
+  grader::require_gpu();
+  {
+    TwoStages probe(1000);
+    std::optional<grader::Trace> trace = grader::trace([&] { probe.run(); });
+    grader::synchronize("compute_then_copy, the first call");
+    const bool untouched = workbook::compare_to_reference(probe.host_out.data(), probe.expected.data(), probe.n,
+                                                          workbook::Tolerance{}).unwritten == probe.n;
+    if (untouched && !(trace && did_anything(*trace))) {
+      grader::not_implemented(std::string("compute_then_copy wrote nothing to host_out and ran nothing on the GPU "
+                                          "(TODO(task 2) in ") + kExercise + ")");
+    }
+  }
+  std::vector<std::size_t> sizes{1, 1000, 65537, (std::size_t(1) << 20) + 3};
+  if (!grader::sanitize_mode()) sizes.push_back((std::size_t(1) << 22) + 1);
+  for (const std::size_t n : sizes) {
+    CAPTURE(n);
+    TwoStages s(n);
+    // The kernel starts late (the compute stream is busy first), so a copy that does not wait
+    // for it reads device_out before the kernel wrote it.
+    spin(s.compute.get(), 5);
+    s.run();
+    {
+      grader::GpuWait wait("the copy stream after compute_then_copy on n = " + std::to_string(n));
+      WORKBOOK_CUDA_CHECK(cudaStreamSynchronize(s.copy.get()));
+    }
+    std::string facts = host_output_errors(s.host_out, s.expected, "compute_then_copy on n = " + std::to_string(n) +
+                                                                       ", read once the copy stream was done");
+    grader::synchronize("compute_then_copy on n = " + std::to_string(n));
+    facts += device_guard_errors(s.out, "device_out", "compute_then_copy");
+    if (facts.empty()) continue;
+    // Again under the tracer, to see the order of things.
+    s.host_out.poison();
+    s.out.poison();
+    spin(s.compute.get(), 5);
+    const auto trace = grader::trace([&] { s.run(); });
+    if (trace) FAIL(facts << ordering_errors(s, *trace) << seen_text(*trace));
+    FAIL(facts);
+  }
+}
+
+TEST_CASE("Task 2: compute_then_copy runs on its two streams and returns before the GPU is done", "[task_2]") {
+  grader::require_gpu();
+  if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
+  TwoStages s((std::size_t(1) << 20) + 3);
+  constexpr double kBusyMs = 20;
+  spin(s.compute.get(), kBusyMs);
+  std::optional<grader::Trace> trace;
+  {
+    grader::GpuWait wait("compute_then_copy while the compute stream is busy");
+    trace = grader::trace([&] { s.run(); });
+  }
+  if (!trace) return;
+  const std::string seen = seen_text(*trace);
+  const std::string intro = "compute_then_copy (its compute stream busy for " + std::to_string(int(kBusyMs)) +
+                            " ms before the call) ";
+  if (const auto waits = trace->synchronizations(); !waits.empty()) {
+    FAIL(intro << "made the host wait (" << waits[0] << ").\n"
+         << grader::hint("host-waits",
+                         "the host stopped until the GPU was done, though nothing on the host needed the result: "
+                         "the waiting belongs on the GPU. Order the streams with an event (cudaEventRecord on one, "
+                         "cudaStreamWaitEvent on the other) and return at once.")
+         << seen);
+  }
+  if (last_gpu_end(*trace) <= trace->returned_ns) {
+    FAIL(intro << "returned only after the GPU had finished its work: it must return while the GPU is still busy."
+         << seen);
+  }
+  for (const auto& k : trace->program_kernels()) {
+    if (k.stream_known && k.stream != s.compute.get()) {
+      FAIL(intro << "ran " << grader::launch_text(k) << " on " << grader::stream_text(k.stream)
+           << ", not on `compute` (" << grader::stream_text(s.compute.get()) << ")." << seen);
+    }
+  }
+  if (trace->program_kernels().empty()) FAIL(intro << "launched no kernel." << seen);
+  bool copied = false;
+  for (const auto& c : trace->copies) {
+    if (c.direction != grader::CopyDirection::DeviceToHost) continue;
+    copied = true;
+    if (c.stream_known && c.stream != s.copy.get()) {
+      FAIL(intro << "copied device_out to the host on " << grader::stream_text(c.stream) << ", not on `copy` ("
+           << grader::stream_text(s.copy.get()) << ")." << seen);
+    }
+    if (!c.asynchronous) FAIL(intro << "copied device_out to the host with a synchronous copy." << seen);
+  }
+  if (!copied) FAIL(intro << "copied nothing to the host." << seen);
+  if (trace->count_calls("cudaStreamWaitEvent") == 0) {
+    FAIL(intro << "never called cudaStreamWaitEvent: what orders the copy after the kernel?" << seen);
+  }
+  const std::size_t created = trace->count_calls("cudaEventCreate") + trace->count_calls("cudaEventCreateWithFlags");
+  const std::size_t destroyed = trace->count_calls("cudaEventDestroy");
+  if (created > destroyed) {
+    FAIL(intro << "created " << created << " event" << (created > 1 ? "s" : "") << " and destroyed " << destroyed
+         << ".\n"
+         << grader::hint("event-leak",
+                         "every call leaves an event behind; a program that calls it in a loop runs out. Destroy the "
+                         "event before returning: cudaEventDestroy right after cudaStreamWaitEvent is allowed, the "
+                         "wait still happens.")
+         << seen);
+  }
+}
+
+// ============================ Task 3: transform_batches ============================
+
+// Batch boundaries: offsets[0] = 0, offsets[b + 1] - offsets[b] = sizes[b].
+std::vector<std::size_t> offsets_of(const std::vector<std::size_t>& sizes) {
+  std::vector<std::size_t> offsets{0};
+  for (const std::size_t s : sizes) offsets.push_back(offsets.back() + s);
+  return offsets;
+}
+
+std::vector<std::size_t> random_sizes(int count, std::size_t largest, const std::string& name) {
+  std::vector<std::size_t> sizes;
+  const std::uint64_t seed = grader::seed_for(name);
+  for (int b = 0; b < count; ++b) sizes.push_back(1 + workbook::mix64(seed + std::uint64_t(b)) % largest);
+  return sizes;
+}
+
+struct Batches {
+  Batches(const std::vector<std::size_t>& sizes, int work)
+      : work(work), offsets(offsets_of(sizes)), n(offsets.back()), in(std::max<std::size_t>(n, 1)),
+        out(std::max<std::size_t>(n, 1)), stream(cudaStreamNonBlocking) {
+    const auto x = input_values(n, "task 3");
+    if (n > 0) in.upload(x);
+    // The expected bits: the lesson's kernels, batch by batch, by the grader.
+    expected.resize(n);
+    if (n == 0) return;
+    workbook::DeviceBuffer<float> t(n), y(n);
+    streams::transform(in.data(), t.data(), n, work, nullptr);
+    for (std::size_t b = 0; b + 1 < offsets.size(); ++b) {
+      streams::smooth(t.data() + offsets[b], y.data() + offsets[b], offsets[b + 1] - offsets[b], nullptr);
+    }
+    y.copy_to_host(expected.data());
+  }
+  int batches() const { return int(offsets.size()) - 1; }
+  void run() { streams::transform_batches(in.data(), out.data(), offsets.data(), batches(), work, stream.get()); }
+  std::string text() const {
+    return std::to_string(batches()) + " batch" + (batches() == 1 ? "" : "es") + " of " + std::to_string(n) +
+           " elements in all";
+  }
+  int work;
+  std::vector<std::size_t> offsets;
+  std::size_t n;
+  workbook::GuardedDeviceArray in, out;
+  workbook::Stream stream;
+  std::vector<float> expected;
+};
+
+std::vector<std::vector<std::size_t>> batch_layouts() {
+  std::vector<std::vector<std::size_t>> layouts{{1}, {2}, {3, 0, 5, 1, 0, 2}, {1000, 1, 999}};
+  layouts.push_back(random_sizes(50, 70000, "task 3 layout"));
+  if (!grader::sanitize_mode()) layouts.push_back({std::size_t(1) << 22, 12345});
+  return layouts;
+}
+
+TEST_CASE("Task 3: transform_batches gives every batch's result", "[task_3]") {
+  grader::require_gpu();
+  {
+    Batches probe({1000, 2000}, kCheckWork);
+    const auto trace = grader::trace([&] { probe.run(); });
+    grader::synchronize("transform_batches, the first call");
+    const auto got = probe.out.download();
+    const bool untouched = workbook::compare_to_reference(got.data(), probe.expected.data(), probe.n,
+                                                          workbook::Tolerance{}).unwritten == probe.n;
+    if (untouched && !(trace && did_anything(*trace))) {
+      grader::not_implemented(std::string("transform_batches wrote nothing to device_out and ran nothing on the GPU "
+                                          "(TODO(task 3) in ") + kExercise + ")");
+    }
+  }
+  for (const auto& sizes : batch_layouts()) {
+    Batches b(sizes, kCheckWork);
+    CAPTURE(b.text());
+    b.run();
+    grader::synchronize("transform_batches on " + b.text());
+    const auto got = b.out.download();
+    const auto report = workbook::compare_to_reference(got.data(), b.expected.data(), b.n, workbook::Tolerance{});
+    std::string facts = device_guard_errors(b.out, "device_out", "transform_batches on " + b.text());
+    if (!report.ok()) {
+      facts += "transform_batches on " + b.text() + ": " + std::to_string(report.wrong) + " of " +
+               std::to_string(b.n) + " elements are wrong (each batch is smoothed on its own: its first and last "
+               "elements repeat themselves, never a neighbour from another batch).\n" + report.describe();
+    }
+    if (!facts.empty()) FAIL(facts);
+  }
+}
+
+TEST_CASE("Task 3: transform_batches allocates in stream order, waits for nothing and frees everything", "[task_3]") {
+  grader::require_gpu();
+  if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
+  Batches b(random_sizes(64, 50000, "task 3 trace"), kCheckWork);
+  const auto trace = grader::trace([&] { b.run(); });
+  grader::synchronize("transform_batches on " + b.text());
+  if (!trace) return;
+  const std::string seen = seen_text(*trace);
+  const std::string intro = "transform_batches on " + b.text() + " ";
+  const std::size_t async_allocations =
+      trace->count_calls("cudaMallocAsync") + trace->count_calls("cudaMallocFromPoolAsync");
+  const std::size_t frees = trace->count_calls("cudaFree");
+  if (async_allocations > 0 && frees > 0) {
+    FAIL(intro << "allocated in stream order but freed with cudaFree (" << frees << " calls).\n"
+         << grader::hint("synchronous-free",
+                         "cudaFree waits for the whole device to finish before it frees, even memory from "
+                         "cudaMallocAsync, so every batch stalls the host and the GPU. cudaFreeAsync(p, stream) "
+                         "queues the free behind the kernels that use the buffer.")
+         << seen);
+  }
+  if (trace->count_calls("cudaMalloc") > 0 || frees > 0) {
+    FAIL(intro << "called cudaMalloc " << trace->count_calls("cudaMalloc") << " times and cudaFree " << frees
+         << " times.\n"
+         << grader::hint("synchronous-malloc",
+                         "cudaMalloc and cudaFree are not stream-ordered: cudaFree waits for the whole device, so "
+                         "the host and the GPU take turns, batch after batch. cudaMallocAsync and cudaFreeAsync on "
+                         "the stream give the temporary from a pool, with no wait.")
+         << seen);
+  }
+  if (const auto waits = trace->synchronizations(); !waits.empty()) {
+    FAIL(intro << "made the host wait (" << waits[0] << ").\n"
+         << grader::hint("host-waits",
+                         "the host stopped until the GPU was done, though nothing on the host needed the result: in "
+                         "stream order a buffer is freed after the kernels queued before the free, with no wait.")
+         << seen);
+  }
+  if (async_allocations == 0) {
+    FAIL(intro << "allocated no temporary in stream order (cudaMallocAsync or cudaMallocFromPoolAsync): the "
+         "task is to give each batch its temporary from a pool, as CuPy does." << seen);
+  }
+  if (trace->device_bytes_not_freed() > 0) {
+    FAIL(intro << "left " << trace->allocations_not_freed() << " allocation(s), " << trace->device_bytes_not_freed()
+         << " bytes, never freed.\n"
+         << grader::hint("batch-leak",
+                         "memory from cudaMallocAsync stays taken until cudaFreeAsync (or cudaFree) gives it back; "
+                         "each call loses its temporaries, and a program that calls it in a loop runs out of "
+                         "memory. Free each temporary on the stream once its last kernel is queued.")
+         << seen);
+  }
+  for (const auto& k : trace->program_kernels()) {
+    if (k.stream_known && k.stream != b.stream.get()) {
+      FAIL(intro << "ran " << grader::launch_text(k) << " on " << grader::stream_text(k.stream)
+           << ", not on the stream it was given." << seen);
+    }
+  }
+  for (const auto& c : trace->calls) {
+    if ((c.name == "cudaMallocAsync" || c.name == "cudaMallocFromPoolAsync" || c.name == "cudaFreeAsync") &&
+        c.stream != b.stream.get()) {
+      FAIL(intro << "called " << c.name << " on " << grader::stream_text(c.stream) << ", not on the stream it was "
+           "given: the temporary must come and go in the order of that stream's kernels." << seen);
+    }
+  }
+}
+
+// The loop of task 3 with cudaMalloc and cudaFree for every batch: what the task is timed against.
+void batches_with_cudamalloc(const float* in, float* out, const std::size_t* offsets, int num_batches, int work,
+                             cudaStream_t stream) {
+  for (int b = 0; b < num_batches; ++b) {
+    const std::size_t begin = offsets[b], count = offsets[b + 1] - begin;
+    if (count == 0) continue;
+    float* scratch = nullptr;
+    WORKBOOK_CUDA_CHECK(cudaMalloc(&scratch, count * kFloat));
+    streams::transform(in + begin, scratch, count, work, stream);
+    streams::smooth(scratch, out + begin, count, stream);
+    WORKBOOK_CUDA_CHECK(cudaFree(scratch));
+  }
+}
+
+TEST_CASE("Task 3: transform_batches time against cudaMalloc and cudaFree per batch", "[task_3][perf]") {
+  grader::require_gpu();
+  Batches b(random_sizes(200, 1 << 18, "task 3 perf"), 1);
+  b.run();
+  grader::synchronize("transform_batches on " + b.text());
+  const auto got = b.out.download();
+  if (!workbook::compare_to_reference(got.data(), b.expected.data(), b.n, workbook::Tolerance{}).ok()) {
+    FAIL("transform_batches on " << b.text() << " gave a wrong result: a wrong result is not timed.");
+  }
+  // Both waited for at the end of each sample: the whole loop, GPU work included.
+  const auto student = host_time([&] {
+    grader::GpuWait wait("transform_batches on " + b.text());
+    b.run();
+    WORKBOOK_CUDA_CHECK(cudaStreamSynchronize(b.stream.get()));
+  });
+  const auto baseline = host_time([&] {
+    batches_with_cudamalloc(b.in.data(), b.out.data(), b.offsets.data(), b.batches(), b.work, b.stream.get());
+    WORKBOOK_CUDA_CHECK(cudaStreamSynchronize(b.stream.get()));
+  });
+  grader::record_metric("batches", b.batches());
+  grader::record_metric("n", double(b.n));
+  grader::record_metric("median_ms", student.median_ms);
+  grader::record_metric("cudamalloc_ms", baseline.median_ms);
+  grader::record_metric("speedup_over_cudamalloc", baseline.median_ms / student.median_ms);
+}
+
+// ============================ Task 4: process_pageable ============================
+
+struct Staged {
+  Staged(std::size_t n, std::size_t staging_floats, int work, const std::string& name)
+      : n(n), work(work), in(n, false), out(n, false), staging(staging_floats, true),
+        device_in(std::max<std::size_t>(n, 1)), device_out(std::max<std::size_t>(n, 1)) {
+    const auto x = input_values(n, name);
+    in.fill(x);
+    expected = transformed(x, work);
+  }
+  void run() {
+    streams::process_pageable(in.data(), out.data(), device_in.data(), device_out.data(), n, work, staging.data(),
+                              staging.size());
+  }
+  std::string text() const {
+    return "n = " + std::to_string(n) + " with " + std::to_string(staging.size()) + " floats of staging";
+  }
+  std::size_t n;
+  int work;
+  HostArray in, out, staging;
+  workbook::GuardedDeviceArray device_in, device_out;
+  std::vector<float> expected;
+};
+
+TEST_CASE("Task 4: process_pageable gives every element for any n and staging size", "[task_4]") {
+  grader::require_gpu();
+  {
+    Staged probe(1000, 4096, kCheckWork, "task 4");
+    std::optional<grader::Trace> trace;
+    {
+      grader::GpuWait wait("process_pageable, the first call");
+      trace = grader::trace([&] { probe.run(); });
+    }
+    const bool untouched = workbook::compare_to_reference(probe.out.data(), probe.expected.data(), probe.n,
+                                                          workbook::Tolerance{}).unwritten == probe.n;
+    if (untouched && !(trace && did_anything(*trace))) {
+      grader::not_implemented(std::string("process_pageable wrote nothing to host_out and ran nothing on the GPU "
+                                          "(TODO(task 4) in ") + kExercise + ")");
+    }
+  }
+  std::vector<std::pair<std::size_t, std::size_t>> shapes{{1, 4096}, {1000, 4096}, {4099, 5000}, {70001, 4096},
+                                                           {(std::size_t(1) << 20) + 3, std::size_t(1) << 16}};
+  if (!grader::sanitize_mode()) shapes.push_back({std::size_t(3) << 21, std::size_t(1) << 20});
+  for (const auto& [n, staging] : shapes) {
+    Staged s(n, staging, kCheckWork, "task 4");
+    CAPTURE(s.text());
+    {
+      grader::GpuWait wait("process_pageable on " + s.text());
+      s.run();
+    }
+    std::string facts = host_output_errors(s.out, s.expected, "process_pageable on " + s.text());
+    const workbook::GuardReport staging_guards = s.staging.guards();
+    if (!staging_guards.intact()) {
+      facts += "process_pageable wrote outside `staging`: " + staging_guards.describe(s.staging.size()) + ".\n";
+    }
+    facts += device_guard_errors(s.device_out, "device_out", "process_pageable on " + s.text());
+    if (!facts.empty()) FAIL(facts);
+  }
+}
+
+TEST_CASE("Task 4: process_pageable copies through pinned staging, overlapping its kernels", "[task_4]") {
+  grader::require_gpu();
+  if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
+  Staged s(std::size_t(1) << 22, std::size_t(1) << 18, kCheckWork, "task 4 trace");
+  const std::size_t probe = std::min<std::size_t>(s.n, 1 << 18);
+  const double copy_ms = stream_ms([&](cudaStream_t st) {
+    WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(s.device_in.data(), s.staging.data(), probe * kFloat, cudaMemcpyHostToDevice, st));
+  });
+  s.work = work_for(s.device_in.data(), s.device_out.data(), probe, copy_ms);
+  s.expected = transformed(std::vector<float>(s.in.data(), s.in.data() + s.n), s.work);
+  std::optional<grader::Trace> trace;
+  {
+    grader::GpuWait wait("process_pageable on " + s.text());
+    trace = grader::trace([&] { s.run(); });
+  }
+  if (const std::string facts = host_output_errors(s.out, s.expected, "process_pageable on " + s.text()); !facts.empty()) {
+    FAIL(facts << (trace ? seen_text(*trace) : ""));
+  }
+  if (!trace) return;
+  const std::string seen = seen_text(*trace);
+  const std::string intro = "process_pageable on " + s.text() + " gave the right result, but ";
+  if (const std::string copy = pageable_copy(*trace); !copy.empty()) {
+    FAIL(intro << "it copied " << copy << " from pageable memory.\n"
+         << grader::hint("pageable-copy",
+                         "a copy from pageable memory is not asynchronous, even through cudaMemcpyAsync: the "
+                         "driver copies it through a pinned buffer of its own and the call returns only when the "
+                         "host side is done, so the host queues nothing meanwhile. Copy each chunk into the pinned "
+                         "`staging` buffer yourself (memcpy) and copy from there.")
+         << seen);
+  }
+  if (trace->count_calls("cudaDeviceSynchronize") > 0) {
+    FAIL(intro << "it called cudaDeviceSynchronize.\n"
+         << grader::hint("device-synchronize",
+                         "cudaDeviceSynchronize waits for everything on the GPU, other streams' work too. Wait for "
+                         "the event of the slot you are about to reuse (cudaEventSynchronize), no more.")
+         << seen);
+  }
+  if (const std::string where = default_stream_work(*trace); !where.empty()) {
+    FAIL(intro << "it ran " << where << " on the default stream.\n"
+         << grader::hint("default-stream",
+                         "the legacy default stream waits for every blocking stream and they wait for it, so work "
+                         "there runs alone: nothing overlaps it. Give every copy and kernel one of your own streams.")
+         << seen);
+  }
+  if (const std::string copy = synchronous_copy(*trace); !copy.empty()) {
+    FAIL(intro << "it copied " << copy << ", a synchronous copy: nothing overlaps it. Use cudaMemcpyAsync on your "
+         "streams." << seen);
+  }
+  if (!copies_overlap_kernels(*trace)) {
+    FAIL(intro << "no copy ran while one of its kernels ran: there was no overlap." << seen);
+  }
+}
+
+TEST_CASE("Task 4: process_pageable time against the sequential pageable version", "[task_4][perf]") {
+  grader::require_gpu();
+  const std::size_t n = workbook::fit_in_free_memory(std::size_t(1) << 25, 3);
+  const std::size_t staging_floats = std::size_t(1) << 21;  // 8 MiB
+  Staged s(n, staging_floats, 1, "task 4 perf");
+  // The kernel made as long as a pageable copy in: then the sequential version spends a third
+  // of its time in each stage, and overlapping them can save up to two thirds.
+  const double h2d_ms = stream_ms([&](cudaStream_t st) {
+    WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(s.device_in.data(), s.in.data(), n * kFloat, cudaMemcpyHostToDevice, st));
+  }, 3);
+  s.work = work_for(s.device_in.data(), s.device_out.data(), n, h2d_ms);
+  s.expected = transformed(std::vector<float>(s.in.data(), s.in.data() + n), s.work);
+  const auto run = [&] {
+    grader::GpuWait wait("process_pageable on " + s.text());
+    s.run();
+  };
+  run();
+  if (const std::string facts = host_output_errors(s.out, s.expected, "process_pageable on " + s.text()); !facts.empty()) {
+    FAIL(facts << "A wrong result is not timed.");
+  }
+  const auto student = host_time(run, 5);
+  // The sequential version: copy in, kernel, copy out, from and to the same pageable memory.
+  workbook::Stream stream(cudaStreamNonBlocking);
+  const auto sequential = host_time([&] {
+    WORKBOOK_CUDA_CHECK(cudaMemcpy(s.device_in.data(), s.in.data(), n * kFloat, cudaMemcpyHostToDevice));
+    streams::transform(s.device_in.data(), s.device_out.data(), n, s.work, stream.get());
+    WORKBOOK_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    WORKBOOK_CUDA_CHECK(cudaMemcpy(s.out.data(), s.device_out.data(), n * kFloat, cudaMemcpyDeviceToHost));
+  }, 5);
+  grader::record_metric("n", double(n));
+  grader::record_metric("staging_floats", double(staging_floats));
+  grader::record_metric("work", s.work);
+  grader::record_metric("h2d_pageable_ms", h2d_ms);
+  grader::record_metric("median_ms", student.median_ms);
+  grader::record_metric("sequential_ms", sequential.median_ms);
+  grader::record_metric("speedup_over_pageable_sequential", sequential.median_ms / student.median_ms);
+}
+
+}  // namespace
