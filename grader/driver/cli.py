@@ -99,8 +99,12 @@ def query_device(index: dict, tree: str = "") -> subprocess.CompletedProcess:
     """The GPU's facts and its measured copy bandwidth, from workbook_device_info. The copy is
     timed alone on the GPU (gpu_lock.py), so the GPU is first asked who it is (its UUID)."""
     def device_info(*flags) -> subprocess.CompletedProcess:
-        return subprocess.run([index["device_info"], *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=120)
+        program = index["device_info"]
+        if not Path(program).is_file():  # --no-build on a build that never made it
+            why = (f"{program} is not built: build it (cmake --build {Path(program).parents[1]} --target "
+                   "workbook_device_info), or run ./grade without --no-build.")
+            return subprocess.CompletedProcess([program, *flags], 1, b"", why.encode())
+        return subprocess.run([program, *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
 
     facts = device_info()
     if facts.returncode != 0:
