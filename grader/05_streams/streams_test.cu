@@ -735,6 +735,7 @@ TEST_CASE("Task 2: compute_then_copy runs on its two streams and returns before 
     if (!c.asynchronous) FAIL(intro << "copied device_out to the host with a synchronous copy." << seen);
   }
   if (!copied) FAIL(intro << "copied nothing to the host." << seen);
+  if (const std::string order = ordering_errors(s, *trace); !order.empty()) FAIL(intro << "ran out of order: " << order << seen);
   if (trace->count_calls("cudaStreamWaitEvent") == 0) {
     FAIL(intro << "never called cudaStreamWaitEvent: what orders the copy after the kernel?" << seen);
   }
