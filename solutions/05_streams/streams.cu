@@ -4,10 +4,14 @@
 #include "workbook/workbook.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace streams {
@@ -105,13 +109,55 @@ void transform_batches(const float* device_in, float* device_out, const std::siz
   }
 }
 
+namespace {
+
+// How far the two host threads of process_pageable have got: chunks queued on the GPU by the
+// filling thread, chunks moved out of their slot by the draining thread.
+class Progress {
+public:
+  void advance(std::size_t& counter) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      ++counter;
+    }
+    changed_.notify_all();
+  }
+  // Waits until \p counter exceeds \p value (or the other thread failed).
+  void wait_past(const std::size_t& counter, std::size_t value) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return counter > value || failed_; });
+  }
+  void fail() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      failed_ = true;
+    }
+    changed_.notify_all();
+  }
+  bool failed() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return failed_;
+  }
+  std::size_t queued = 0, drained = 0;
+
+private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool failed_ = false;
+};
+
+}  // namespace
+
 void process_pageable(const float* host_in, float* host_out, float* device_in, float* device_out, std::size_t n,
                       int work, float* staging, std::size_t staging_floats) {
-  // The staging memory is cut into kSlots pairs of slots (one in, one out), one stream each.
-  // Slot k's stream copies chunk c in from its in-slot, transforms it and copies it out to its
-  // out-slot; meanwhile the host fills the next slots. Before the host reuses slot k (for chunk
-  // c + kSlots) it waits for slot k's event, recorded after chunk c's copy out, and moves that
-  // chunk's result from the out-slot to host_out.
+  // The staging memory is cut into kSlots pairs of slots (one in, one out), one stream each;
+  // chunk c uses slot c % kSlots. Two host threads share the work the driver would do for a
+  // pageable copy, so that both directions overlap each other and the kernels:
+  // - this thread fills: it copies chunk c into its in-slot (once the slot's last copy in is
+  //   done), and queues the copy in, the kernel and (once the slot's last result was moved out)
+  //   the copy out, then an event;
+  // - a second thread drains: it waits for chunk c's event and moves the result from the
+  //   out-slot to host_out.
   constexpr int kSlots = 4;
   const std::size_t slot = staging_floats / (2 * kSlots);
   if (slot == 0) {
@@ -120,31 +166,53 @@ void process_pageable(const float* host_in, float* host_out, float* device_in, f
   }
   if (n == 0) return;
   std::vector<workbook::Stream> streams = make_streams(kSlots);
-  std::vector<workbook::Event> out_ready;
-  for (int k = 0; k < kSlots; ++k) out_ready.emplace_back(cudaEventDisableTiming);
-  const std::size_t chunks = (n + slot - 1) / slot;
-
-  // Chunk c's result, already in out-slot c % kSlots once its event completed, to host_out.
-  auto drain = [&](std::size_t c) {
-    const int k = int(c % kSlots);
-    const std::size_t begin = c * slot, count = std::min(slot, n - begin);
-    out_ready[std::size_t(k)].synchronize();
-    std::memcpy(host_out + begin, staging + (2 * k + 1) * slot, count * kFloat);
-  };
-  for (std::size_t c = 0; c < chunks; ++c) {
-    const int k = int(c % kSlots);
-    if (c >= kSlots) drain(c - kSlots);  // also frees the in-slot: its copy in came first
-    const std::size_t begin = c * slot, count = std::min(slot, n - begin);
-    float* in_slot = staging + 2 * k * slot;
-    float* out_slot = in_slot + slot;
-    std::memcpy(in_slot, host_in + begin, count * kFloat);
-    const cudaStream_t s = streams[std::size_t(k)].get();
-    WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(device_in + begin, in_slot, count * kFloat, cudaMemcpyHostToDevice, s));
-    transform(device_in + begin, device_out + begin, count, work, s);
-    WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(out_slot, device_out + begin, count * kFloat, cudaMemcpyDeviceToHost, s));
-    out_ready[std::size_t(k)].record(s);
+  std::vector<workbook::Event> copied_in, copied_out;
+  for (int k = 0; k < kSlots; ++k) {
+    copied_in.emplace_back(cudaEventDisableTiming);
+    copied_out.emplace_back(cudaEventDisableTiming);
   }
-  for (std::size_t c = chunks > kSlots ? chunks - kSlots : 0; c < chunks; ++c) drain(c);
+  const std::size_t chunks = (n + slot - 1) / slot;
+  const auto in_slot = [&](std::size_t c) { return staging + 2 * (c % kSlots) * slot; };
+  const auto out_slot = [&](std::size_t c) { return in_slot(c) + slot; };
+  Progress progress;
+
+  std::exception_ptr drain_error;
+  std::thread drain([&] {
+    try {
+      for (std::size_t c = 0; c < chunks; ++c) {
+        progress.wait_past(progress.queued, c);  // chunk c's event is recorded
+        if (progress.failed()) return;
+        copied_out[c % kSlots].synchronize();
+        const std::size_t begin = c * slot;
+        std::memcpy(host_out + begin, out_slot(c), std::min(slot, n - begin) * kFloat);
+        progress.advance(progress.drained);
+      }
+    } catch (...) {
+      drain_error = std::current_exception();
+      progress.fail();
+    }
+  });
+  try {
+    for (std::size_t c = 0; c < chunks && !progress.failed(); ++c) {
+      const std::size_t k = c % kSlots, begin = c * slot, bytes = std::min(slot, n - begin) * kFloat;
+      if (c >= kSlots) copied_in[k].synchronize();  // chunk c - kSlots has left the in-slot
+      std::memcpy(in_slot(c), host_in + begin, bytes);
+      const cudaStream_t s = streams[k].get();
+      WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(device_in + begin, in_slot(c), bytes, cudaMemcpyHostToDevice, s));
+      copied_in[k].record(s);
+      transform(device_in + begin, device_out + begin, bytes / kFloat, work, s);
+      if (c >= kSlots) progress.wait_past(progress.drained, c - kSlots);  // the out-slot is free again
+      WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(out_slot(c), device_out + begin, bytes, cudaMemcpyDeviceToHost, s));
+      copied_out[k].record(s);
+      progress.advance(progress.queued);
+    }
+  } catch (...) {
+    progress.fail();
+    drain.join();
+    throw;
+  }
+  drain.join();
+  if (drain_error) std::rethrow_exception(drain_error);
 }
 
 }  // namespace streams
