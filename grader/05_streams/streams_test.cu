@@ -472,6 +472,15 @@ TEST_CASE("Task 1: process overlaps copies with kernels on streams of its own, a
   if (!trace) return;
   const std::string seen = seen_text(*trace);
   const std::string intro = "process on " + shape_text(shape) + " gave the right result, but ";
+  if (const std::uint64_t copied_back = last_copy_end(*trace, grader::CopyDirection::DeviceToHost);
+      copied_back > trace->returned_ns) {
+    FAIL(intro << "only because the grader waited for the GPU after it returned.\n"
+         << grader::hint("returns-early",
+                         "process returned " + std::to_string((copied_back - trace->returned_ns) / 1000) +
+                         " us before its last copy to host_out ended, so a caller that reads host_out at once reads "
+                         "it half-written. Before returning, wait for each of your streams (cudaStreamSynchronize).")
+         << seen);
+  }
   if (trace->count_calls("cudaDeviceSynchronize") > 0) {
     FAIL(intro << "it called cudaDeviceSynchronize.\n"
          << grader::hint("device-synchronize",
@@ -851,9 +860,10 @@ TEST_CASE("Task 3: transform_batches allocates in stream order, waits for nothin
   if (async_allocations > 0 && frees > 0) {
     FAIL(intro << "allocated in stream order but freed with cudaFree (" << frees << " calls).\n"
          << grader::hint("synchronous-free",
-                         "cudaFree waits for the whole device to finish before it frees, even memory from "
-                         "cudaMallocAsync, so every batch stalls the host and the GPU. cudaFreeAsync(p, stream) "
-                         "queues the free behind the kernels that use the buffer.")
+                         "cudaFree does not wait for the kernels queued before it when the memory came from "
+                         "cudaMallocAsync: the buffer goes back to the pool while they may still use it, and the "
+                         "next allocation can hand it out again (a use after free that shows only now and then). "
+                         "cudaFreeAsync(p, stream) queues the free behind the kernels that use the buffer.")
          << seen);
   }
   if (trace->count_calls("cudaMalloc") > 0 || frees > 0) {
