@@ -174,7 +174,7 @@ class Grader:
         with self.gpu.exclusive():
             before = gpu_processes.compute_apps(self.gpu_uuid)
             phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env)
-            if ref_program:
+            if ref_program and Path(ref_program).is_file():  # --no-build may find it unbuilt: no comparison then
                 reference = run_phase(ref_program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env)
             after = gpu_processes.compute_apps(self.gpu_uuid)
         ours = [os.getpid()] + [p.pid for p in (phase, reference) if p and p.pid]
