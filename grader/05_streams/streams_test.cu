@@ -620,38 +620,39 @@ bool recorded_on(const grader::Trace& t, std::size_t before, const void* event, 
   return found;
 }
 
-// Why the copy did not wait for the kernel: what the trace shows about the events.
+// Why the copy did not wait for the kernel: what the calls show about the events (the evidence),
+// and when the copy ran if the timeline shows it too. Empty when the copy was ordered after the
+// kernel and ran after it.
 std::string ordering_errors(const TwoStages& s, const grader::Trace& t) {
-  const auto kernels = t.program_kernels();
-  std::uint64_t kernel_end = 0;
-  for (const auto& k : kernels) kernel_end = std::max(kernel_end, k.end_ns);
-  std::uint64_t copy_start = UINT64_MAX;
+  std::uint64_t kernel_end = 0, copy_start = UINT64_MAX;
+  for (const auto& k : t.program_kernels()) kernel_end = std::max(kernel_end, k.end_ns);
   for (const auto& c : t.copies) {
     if (c.direction == grader::CopyDirection::DeviceToHost) copy_start = std::min(copy_start, c.start_ns);
   }
-  if (kernels.empty() || copy_start == UINT64_MAX || copy_start >= kernel_end) return "";
-  const std::string when = "the copy to host_out started " + std::to_string((kernel_end - copy_start) / 1000) +
-                           " us before the kernel ended";
-  std::size_t waits = 0;
+  const bool early = kernel_end > 0 && copy_start < kernel_end;
+  const std::string when = early ? "the copy to host_out started " + std::to_string((kernel_end - copy_start) / 1000) +
+                                       " us before the kernel ended; "
+                                 : "";
+  std::size_t waits_on_copy = 0;
   for (std::size_t i = 0; i < t.calls.size(); ++i) {
     const auto& c = t.calls[i];
-    if (c.name != "cudaStreamWaitEvent") continue;
-    ++waits;
+    if (c.name != "cudaStreamWaitEvent" || c.stream != s.copy.get()) continue;
+    ++waits_on_copy;
     cudaStream_t where = nullptr;
-    if (c.stream == s.copy.get() && recorded_on(t, i, c.pointer, &where) && where != s.compute.get()) {
+    if (recorded_on(t, i, c.pointer, &where) && where != s.compute.get()) {
       return grader::hint("event-wrong-stream",
-                          when + ": `copy` waited on an event recorded on " + grader::stream_text(where) +
-                          ", not on `compute`. An event marks a point in the stream it is recorded on; record it on "
-                          "`compute`, after the kernel, for `copy` to wait for the kernel.");
+                          when + "`copy` waited on an event recorded on " + grader::stream_text(where) + ", not on "
+                          "`compute`. An event marks a point in the stream it is recorded on; record it on `compute`, "
+                          "after the kernel, for `copy` to wait for the kernel.");
     }
   }
-  if (waits == 0) {
+  if (waits_on_copy == 0) {
     return grader::hint("missing-wait",
-                        when + ", and nothing made `copy` wait: streams are independent queues, so `copy` ran "
-                        "as soon as it could. Record an event on `compute` after the kernel and make `copy` wait "
-                        "for it (cudaStreamWaitEvent) before the copy.");
+                        when + "nothing made `copy` wait for `compute` (no cudaStreamWaitEvent on `copy`): streams "
+                        "are independent queues, so the copy may run before the kernel has written device_out. Record "
+                        "an event on `compute` after the kernel and make `copy` wait for it before the copy.");
   }
-  return when + ".";
+  return early ? when + "was the event recorded on `compute` before the kernel was launched?" : "";
 }
 
 TEST_CASE("Task 2: compute_then_copy's copy waits for the kernel, for every n", "[task_2]") {
