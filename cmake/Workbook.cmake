@@ -9,7 +9,8 @@
 #       A tree laid out like exercises/: for each lesson present in <dir>, a library of the
 #       student's code and the grader program grade_<slug>__<name> that tests it. With
 #       SWEEPS, also the sweep program sweep_<slug>__<name> of each lesson that has one
-#       (tools/bench/<slug>.cu), which ./sweep runs.
+#       (tools/bench/<slug>.cu), which ./sweep runs, linked with sweep_<slug>_link too when
+#       tools/bench/CMakeLists.txt defines it (lesson 05: the grader's tracer).
 #
 # The grader finds the programs through ${CMAKE_BINARY_DIR}/workbook_build.json, written by
 # workbook_write_build_index() at the end of the top-level CMakeLists.txt.
@@ -128,6 +129,9 @@ function(workbook_add_tree name dir)
       set(sweep sweep_${slug}__${name})
       add_executable(${sweep} "${sweep_source}")
       target_link_libraries(${sweep} PRIVATE ${impl} workbook_bench)
+      if(TARGET sweep_${slug}_link)  # a lesson's own needs (05: the tracer), from tools/bench/CMakeLists.txt
+        target_link_libraries(${sweep} PRIVATE sweep_${slug}_link)
+      endif()
       string(APPEND sweeps "\"${slug}\": \"$<TARGET_FILE:${sweep}>\", ")
     endif()
   endforeach()

@@ -21,6 +21,16 @@ For the reductions of 04_reduction:
   gbps_vs_n             the same as GB/s (n x 4 bytes / time), with the measured copy bandwidth
   fraction_of_cub       each function's GB/s as a share of cub::DeviceReduce::Sum's at the
                         largest n, student beside reference
+For the streams pipeline of 05_streams:
+  time_vs_chunks        process's time against the number of chunks, one line per number of
+                        streams, student solid and reference dashed, with the overlap bound
+                        max(H2D, kernel, D2H) and the sequential time H2D + kernel + D2H, and
+                        each implementation's best fraction of the bound (see overlap.py)
+  timeline              from the timeline CSV (sweep-results/05_streams_timeline.csv, drawn
+                        with 05_streams.csv when it lies beside it, or given itself): one
+                        traced call of process, student and reference in two panels, a lane
+                        each for the copies in, the kernels and the copies out (the call
+                        itself above them), coloured by stream, time in ms since the call
 Each is written as PNG and as PDF (or SVG), with the GPU's name and the units on it, and,
 when ./sweep left functions out because they crashed or hung, their names in the footnote.
 Exit codes: 0 written; 2 the CSV is not a sweep CSV (the message says why); 3 matplotlib
@@ -36,7 +46,9 @@ from typing import Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import crossover  # noqa: E402
-from sweep_schema import CsvError, TRANSFERS, is_transfer, left_out, read_sweep  # noqa: E402
+import overlap  # noqa: E402
+from sweep_schema import (CsvError, TRANSFERS, is_timeline, is_transfer, left_out, read_sweep,  # noqa: E402
+                          read_timeline)
 
 EXIT_OK, EXIT_BAD_CSV, EXIT_NO_MATPLOTLIB = 0, 2, 3
 IMPLEMENTATION_ORDER = ("student", "reference")
@@ -408,11 +420,137 @@ class ReductionFigures(Figures):
         return True
 
 
+class StreamsFigures(Figures):
+    """The figures of 05_streams: process, the chunked pipeline, against the number of chunks
+    and streams, between the overlap bound and the sequential time (overlap.py)."""
+
+    STYLES = {"student": "-", "reference": "--"}
+
+    def time_vs_chunks(self) -> None:
+        n = overlap.pipeline_n(self.rows)
+        stages = overlap.stage_ms(self.rows, n)
+        bound, sequential = overlap.bound_ms(stages), overlap.sequential_ms(stages)
+        names = [name for name in implementations(self.kernels) if overlap.pipelines(self.rows, name, n)]
+        streams = sorted({r["block"] for name in names for r in overlap.pipelines(self.rows, name, n)})
+        chunks = sorted({r["grid"] for name in names for r in overlap.pipelines(self.rows, name, n)})
+        fig, ax = self.plt.subplots(figsize=(6.4, 4.2))
+        cmap = self.plt.get_cmap("viridis")
+        highest = 0.0
+        for name in names:
+            for k, s in enumerate(streams):
+                series = [r for r in overlap.pipelines(self.rows, name, n) if r["block"] == s]
+                if series:
+                    highest = max([highest] + [r["max_ms"] for r in series])
+                    self._errorbars(ax, [r["grid"] for r in series], series, marker="o", linewidth=1,
+                                    linestyle=self.STYLES.get(name, "-."), color=cmap(k / max(len(streams) - 1, 1)),
+                                    label=f"{name}, {s} stream{'s' if s != 1 else ''}")
+        if bound:
+            ax.axhline(bound, color="k", linestyle=":", linewidth=1,
+                       label=f"overlap bound max(H2D, kernel, D2H): {bound:.3g} ms")
+            ax.axhline(sequential, color="0.5", linestyle="-.", linewidth=1,
+                       label=f"sequential H2D + kernel + D2H: {sequential:.3g} ms")
+            highest = max(highest, sequential)
+        notes = [f"each stage alone: {overlap.describe_stages(stages)}" if stages else
+                 "no overlap bound: the stages alone were not timed"]
+        for name in names:
+            notes.append(f"best {name}: {overlap.describe_best(overlap.best(self.rows, name, n), bound)}")
+        pageable = overlap.pageable_times(self.rows, n)
+        if len(pageable) > ("sequential" in pageable):
+            baseline = pageable.get("sequential")
+            notes.append("pageable (task 4): " + ", ".join(
+                f"{k} {v:.3g} ms" for k, v in sorted(pageable.items(), key=lambda kv: (kv[0] == "sequential", kv[0]))))
+            if baseline:
+                notes[-1] += " (sequential: copy in, kernel, copy out)"
+        notes.append("process timed with the host clock (it returns with the output on the host); the stages "
+                     "with CUDA events")
+        ax.text(1.02, 0.0, "\n".join(textwrap.fill(t, 66) for t in notes), fontsize=6.5, color="0.25", ha="left",
+                va="bottom", transform=ax.transAxes)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(chunks)
+        ax.set_xticklabels([str(c) for c in chunks])
+        ax.set_ylim(0, highest * 1.08 if highest else None)
+        ax.set_xlabel("number of chunks")
+        ax.set_ylabel("time of process (ms), median")
+        ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        self._finish(fig, "time_vs_chunks", f"the streams pipeline at n = {crossover.format_n(n)}: time against "
+                                            "the number of chunks")
+
+
+class TimelineFigure:
+    """The timeline of 05_streams: one traced call of process per implementation, a panel each,
+    a lane for each of the copies in, the kernels and the copies out, bars coloured by stream."""
+
+    LANES = (("call", "process()\n(host)"), ("h2d", "copy in\nH → D"), ("kernel", "kernels"),
+             ("d2h", "copy out\nD → H"))
+    OTHER = "other copies\nand memsets"
+
+    def __init__(self, plt, rows: List[Dict], out_dir: Path, vector_format: str, source: Path):
+        self.plt, self.rows, self.out_dir, self.vector_format, self.source = plt, rows, out_dir, vector_format, source
+        self.written: List[Path] = []
+
+    def draw(self) -> None:
+        names = sorted({r["implementation"] for r in self.rows},
+                       key=lambda s: (IMPLEMENTATION_ORDER.index(s) if s in IMPLEMENTATION_ORDER else 99, s))
+        first = self.rows[0]
+        kinds = {r["kind"] for r in self.rows}
+        lanes = list(self.LANES)
+        other = any(k not in dict(lanes) for k in kinds)  # a d2d copy, a memset: a lane of their own
+        labels = [label for _, label in lanes] + ([self.OTHER] if other else [])
+        fig, axes = self.plt.subplots(len(names), 1, figsize=(7.2, 1.0 + 1.25 * len(names) * len(labels) / 4),
+                                      sharex=True, squeeze=False, layout="constrained")
+        streams = sorted({r["stream"] for r in self.rows if r["stream"] is not None})
+        colors = {s: f"C{(s - 1) % 10}" for s in streams}
+        for ax, name in zip(axes[:, 0], names):
+            records = [r for r in self.rows if r["implementation"] == name]
+            for r in records:
+                lane = next((i for i, (kind, _) in enumerate(lanes) if kind == r["kind"]), len(lanes))
+                color = "0.75" if r["kind"] == "call" else colors[r["stream"]]
+                ax.broken_barh([(r["start_ms"], max(r["end_ms"] - r["start_ms"], 1e-4))], (lane - 0.4, 0.8),
+                               facecolors=color, edgecolors="white", linewidth=0.3)
+            ax.set_yticks(range(len(labels)))
+            ax.set_yticklabels(labels, fontsize=7)
+            ax.set_ylim(len(labels) - 0.5, -0.5)
+            ax.grid(axis="y", visible=False)
+            ax.set_title(f"{name}: {self._summary(records)}", fontsize=8, loc="left")
+        axes[-1][0].set_xlabel("time since process was called (ms; GPU timestamps by CUPTI)")
+        handles = [self.plt.matplotlib.patches.Patch(color=colors[s], label=f"stream {s}") for s in streams]
+        axes[0][0].legend(handles=handles, fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        streams_text = f"{first['streams']} stream{'s' if first['streams'] != 1 else ''}"
+        fig.suptitle(f"process with {streams_text} and {first['chunks']} chunks at n = {crossover.format_n(first['n'])}"
+                     f" (work {first['work']}): what the GPU did\n{first['gpu']}", fontsize=10)
+        fig.text(0.99, -0.01, f"{first['lesson']}, traced {first['date']} ({self.source.name}); one call each",
+                 ha="right", va="top", fontsize=6, color="0.4")
+        for ext in ("png", self.vector_format):
+            path = self.out_dir / f"{first['lesson']}_timeline.{ext}"
+            fig.savefig(path)
+            self.written.append(path)
+        self.plt.close(fig)
+
+    @staticmethod
+    def _summary(records: List[Dict]) -> str:
+        """How long the call took, and how long each lane was busy: their sum less the span is
+        what overlap saved."""
+        work = [r for r in records if r["kind"] != "call"]
+        call = next(r for r in records if r["kind"] == "call")
+        if not work:
+            return f"returned after {call['end_ms']:.3g} ms, having run nothing on the GPU"
+        span = max(r["end_ms"] for r in work) - min(r["start_ms"] for r in work)
+        busy = {kind: overlap.union_ms((r["start_ms"], r["end_ms"]) for r in work if r["kind"] == kind)
+                for kind in ("h2d", "kernel", "d2h")}
+        total = sum(busy.values())
+        return (f"returned after {call['end_ms']:.3g} ms; copies in {busy['h2d']:.3g} + kernels {busy['kernel']:.3g}"
+                f" + copies out {busy['d2h']:.3g} = {total:.3g} ms of work in a GPU span of {span:.3g} ms"
+                + (f" ({total / span:.2g}x overlapped)" if span > 0 else ""))
+
+
 def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="./plot", description="Turn a sweep CSV from ./sweep into figures (PNG plus PDF or SVG).",
-        epilog="example:  ./plot sweep-results/02_multiply_add.csv    (figures go to sweep-results/figures/)")
-    parser.add_argument("csv", nargs="+", type=Path, help="sweep CSV file(s)")
+        epilog="examples: ./plot sweep-results/02_multiply_add.csv    (figures go to sweep-results/figures/)\n"
+               "          ./plot sweep-results/05_streams.csv         (with 05_streams_timeline.csv beside it)",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("csv", nargs="+", type=Path,
+                        help="sweep CSV file(s), or lesson 05's timeline CSV (drawn with the sweep CSV it lies beside)")
     parser.add_argument("--out", type=Path, help="directory for the figures (default: figures/ beside the CSV)")
     parser.add_argument("--format", choices=("pdf", "svg"), default="pdf", help="vector format besides PNG")
     parser.add_argument("--grid-mode", help="grid mode of the time_vs_n figure (default: cover)")
@@ -421,10 +559,18 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    tables = []
-    for path in args.csv:
+    tables, timelines = [], []
+    paths = list(args.csv)
+    for path in args.csv:  # a timeline beside a sweep CSV (./sweep writes 05_streams_timeline.csv) is drawn with it
+        beside = path.with_name(f"{path.stem}_timeline.csv")
+        if beside.exists() and beside not in paths and not is_timeline(path):
+            paths.append(beside)
+    for path in paths:
         try:
-            tables.append((path, read_sweep(path)))
+            if is_timeline(path):
+                timelines.append((path, read_timeline(path)))
+            else:
+                tables.append((path, read_sweep(path)))
         except CsvError as e:
             print(f"plot: {e}", file=sys.stderr)
             return EXIT_BAD_CSV
@@ -445,6 +591,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         for r in rows:
             by_lesson[r["lesson"]].append(r)
         for lesson, lesson_rows in by_lesson.items():
+            if overlap.is_streams(lesson_rows):
+                figures = StreamsFigures(plt, lesson_rows, out_dir, args.format, args.grid_mode, notes)
+                figures.time_vs_chunks()
+                for written in figures.written:
+                    print(f"wrote {written}")
+                continue
             if crossover.is_reduction(lesson_rows):
                 figures = ReductionFigures(plt, lesson_rows, out_dir, args.format, args.grid_mode, notes)
                 figures.time_vs_n()
@@ -470,6 +622,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(f"plot: {path} has no transfer rows (swept with --no-transfers): no kernel_vs_transfer figure")
             for written in figures.written:
                 print(f"wrote {written}")
+    for path, rows in timelines:
+        out_dir = args.out or path.parent / "figures"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        figure = TimelineFigure(plt, rows, out_dir, args.format, path)
+        figure.draw()
+        for written in figure.written:
+            print(f"wrote {written}")
     return EXIT_OK
 
 

@@ -6,6 +6,18 @@ sweep program announces each check and measurement ("# measuring OP n=N ..."), s
 knows which function it was running, runs the program again with --skip OP, and notes it
 after the rows ("# left out: student OP: crashed (...) while measuring n=N").
 
+What a sweep program prints, line by line (tools/bench/sweep.hpp): "# planned N", the CSV
+header, then the rows as they are measured, each after its "# checking OP" or "# measuring OP
+..." marker. Two more kinds of '#' line, which only some lessons print:
+  "# pass ARGS"      arguments for the later runs of the same lesson: lesson 05 prints
+                     "# pass --work W", the kernel's work it calibrated, so the run after a crash
+                     and the reference's are timed with the same kernel as the student's;
+  "# timeline ROW"   a CSV line of a timeline (lesson 05: what the GPU did during one traced call of
+                     process; the first line is the header, sweep_schema.TIMELINE_COLUMNS). ./sweep
+                     keeps each implementation's first and writes them together to
+                     sweep-results/<lesson>_timeline.csv (removing an old one when there is none),
+                     which ./plot draws beside <lesson>.csv.
+
 Exit codes: 0 written; 1 written, but not all of your code could be swept (it does not
 compile, gives wrong results, or a function crashed or hung: the rest is still there); 2 bad
 arguments; 3 no GPU; 4 the build could not be set up."""
@@ -31,7 +43,9 @@ from driver.file_lock import LockError
 from driver.gpu_lock import GpuLock
 from driver.manifest import ManifestError, load_manifest, select_lessons
 import crossover
-from sweep_schema import COLUMNS, TRANSFERS, CsvError, is_transfer, left_out_note, read_sweep
+import overlap
+from sweep_schema import (COLUMNS, TIMELINE_COLUMNS, TRANSFERS, CsvError, is_transfer, left_out_note, read_sweep,
+                          read_timeline)
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD = 0, 1, 2, 3, 4
 EXIT_INCORRECT = 5  # bench::kExitIncorrect: the sweep program found the kernel wrong
@@ -42,8 +56,10 @@ PROGRAM_EXITS = (0, EXIT_USAGE, EXIT_INCORRECT, PROGRAM_NO_GPU)
 # WORKBOOK_SWEEP_SILENCE_S to a second or two.
 SILENCE_LIMIT_S = float(os.environ.get("WORKBOOK_SWEEP_SILENCE_S", "300"))
 # Which measurement a row is: a run after a crash measures some again, and the first is kept.
-KEY_COLUMNS = ("implementation", "operation", "n", "block", "grid_mode")
+KEY_COLUMNS = ("implementation", "operation", "n", "block", "grid_mode", "grid")
 REST = "(the rest)"  # the operation of a note for what a sweep that stopped early never reached
+PASS = "# pass "          # arguments for the later runs of the same lesson
+TIMELINE = "# timeline "  # a line of the lesson's timeline CSV
 
 
 def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
@@ -55,15 +71,18 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
         epilog="examples:  ./sweep 02                   the full sweep (sizes 1e4 .. 1e8)\n"
                "           ./sweep 02 --sizes 1e4,1e5,1e6 --blocks 128,256,512\n"
                "           ./sweep 04                   sums of 1e3 .. 1e9 floats against CUB and the CPU\n"
+               "           ./sweep 05 --blocks 1,4      the streams pipeline: time against chunks for 1 and 4\n"
+               "                                        streams, the overlap bound, and a timeline of one call\n"
                "           ./plot sweep-results/02_multiply_add.csv    then the figures",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lesson number or name (default: all with a sweep)")
     parser.add_argument("--tree", default="exercises", help="your code: a directory laid out like exercises/")
     parser.add_argument("--no-reference", action="store_true", help="sweep your code only")
     parser.add_argument("--sizes", help="comma-separated sizes, e.g. 1e4,1e5,1e6 (default: the lesson's: half "
-                                            "decades 1e4 .. 1e8 in 02 and 1e3 .. 1e9 in 04, N = 128 .. 8192 in 03)")
+                                            "decades 1e4 .. 1e8 in 02 and 1e3 .. 1e9 in 04, N = 128 .. 8192 in 03, "
+                                            "2^25 in 05)")
     parser.add_argument("--blocks", help="comma-separated block sizes (default: the lesson's; 02: 32,64,...,1024, "
-                                             "03 and 04: 256)")
+                                             "03 and 04: 256); in 05 the numbers of streams (1,2,3,4,8)")
     parser.add_argument("--grids", help="comma-separated grid modes (lesson 02: cover,wave)")
     parser.add_argument("--samples", type=int, help="timed launches per measurement (default 20)")
     parser.add_argument("--no-transfers", action="store_true",
@@ -110,6 +129,8 @@ class SweepRun(NamedTuple):
     errors: str       # its stderr, and why ./sweep stopped it
     marker: str = ""  # its last "# checking OP" or "# measuring OP ..." line: what it was doing at the end
     hung: bool = False  # stopped after SILENCE_LIMIT_S without output
+    passes: Tuple[str, ...] = ()    # the arguments of its "# pass" lines, for the later runs
+    timeline: Tuple[str, ...] = ()  # its timeline's rows (the header checked and dropped)
 
 
 def run_sweep(program: str, implementation: str, options: List[str], env: Dict[str, str]) -> SweepRun:
@@ -136,6 +157,9 @@ def run_sweep(program: str, implementation: str, options: List[str], env: Dict[s
     marker = ""
     hung = False
     bad_header = None
+    passes: List[str] = []
+    timeline: List[str] = []
+    timeline_header: Optional[str] = None
     while True:
         try:
             line = lines.get(timeout=SILENCE_LIMIT_S)
@@ -149,6 +173,13 @@ def run_sweep(program: str, implementation: str, options: List[str], env: Dict[s
             progress = Progress(implementation, int(line.split()[-1]))
         elif line.startswith(("# checking ", "# measuring ")):
             marker = line
+        elif line.startswith(PASS):
+            passes += line[len(PASS):].split()
+        elif line.startswith(TIMELINE):
+            if timeline_header is None:
+                timeline_header = line[len(TIMELINE):]
+            else:
+                timeline.append(line[len(TIMELINE):])
         elif line.startswith("#"):
             continue
         elif not header_seen:
@@ -174,7 +205,12 @@ def run_sweep(program: str, implementation: str, options: List[str], env: Dict[s
         progress.finish()
     if hung:
         errors.append(f"stopped: no output for {SILENCE_LIMIT_S:g} s (does a kernel hang?)\n")
-    return SweepRun(process.returncode, rows, "".join(errors), marker, hung)
+    if timeline_header is not None and next(csv.reader([timeline_header]), []) != TIMELINE_COLUMNS:
+        errors.append(f"{program} wrote an unexpected timeline header, so its timeline is left out:\n  "
+                      f"{timeline_header}\nRebuild it (./sweep without --no-build) so it matches "
+                      "tools/bench/sweep_schema.py.\n")
+        timeline = []
+    return SweepRun(process.returncode, rows, "".join(errors), marker, hung, tuple(passes), tuple(timeline))
 
 
 class LeftOut(NamedTuple):
@@ -189,6 +225,8 @@ class Swept(NamedTuple):
     code: int             # the last run's exit status: 0 when it ran to the end
     rows: List[str]       # every row received, each measurement once
     left_out: List[LeftOut]
+    passes: Tuple[str, ...] = ()    # "# pass" arguments, for the later runs of the lesson
+    timeline: Tuple[str, ...] = ()  # the first run's timeline that had one
 
 
 def row_key(row: str) -> Tuple[str, ...]:
@@ -234,14 +272,19 @@ def sweep_implementation(program: str, implementation: str, options: List[str], 
     rows: Dict[Tuple[str, ...], str] = {}
     left_out: List[LeftOut] = []
     skip: List[str] = []
+    passes: Tuple[str, ...] = ()
+    timeline: Tuple[str, ...] = ()
     while True:
-        run = run_sweep(program, implementation, options + (["--skip", ",".join(skip)] if skip else []), env)
+        run = run_sweep(program, implementation,
+                        options + list(passes) + (["--skip", ",".join(skip)] if skip else []), env)
         if run.errors.strip():
             print(run.errors.rstrip(), file=sys.stderr)
         for row in run.rows:
             rows.setdefault(row_key(row), row)  # the first measurement of each is kept
+        passes = passes or run.passes  # a run after a crash keeps the first calibration
+        timeline = timeline or run.timeline
         if run.code in PROGRAM_EXITS and not run.hung:  # it ended as it chose to
-            return Swept(run.code, list(rows.values()), left_out)
+            return Swept(run.code, list(rows.values()), left_out, passes, timeline)
         operation, doing = what_it_was_doing(run.marker)
         why = describe_failure(run, program, doing)
         if operation is None or operation in skip:  # no new function to leave out: running again would not help
@@ -249,7 +292,7 @@ def sweep_implementation(program: str, implementation: str, options: List[str], 
                 why += f", although --skip {operation} was given"
             left_out.append(LeftOut(implementation, REST, why))
             print(f"sweep: the {implementation} sweep stopped: {why}", file=sys.stderr)
-            return Swept(run.code, list(rows.values()), left_out)
+            return Swept(run.code, list(rows.values()), left_out, passes, timeline)
         left_out.append(LeftOut(implementation, operation, why))
         skip.append(operation)
         print(f"sweep: {operation} ({implementation}) {why}.\n       Sweeping {implementation} again without it.",
@@ -262,6 +305,44 @@ def write_csv(path: Path, rows: List[str], left_out: List[LeftOut]) -> None:
     notes = [left_out_note(*entry) for entry in left_out]
     temporary.write_text("\n".join([",".join(COLUMNS)] + rows + notes) + "\n")
     temporary.replace(path)
+
+
+def write_timeline(path: Path, rows: List[str]) -> None:
+    """The timeline's header and rows, written whole or not at all."""
+    temporary = path.with_suffix(".csv.part")
+    temporary.write_text("\n".join([",".join(TIMELINE_COLUMNS)] + rows) + "\n")
+    temporary.replace(path)
+
+
+def summarize_streams(rows: List[dict]) -> List[str]:
+    """Lesson 05: the overlap bound and the sequential time at the pipeline's n, each
+    implementation's best configuration as a fraction of the bound, and task 4's times."""
+    n = overlap.pipeline_n(rows)
+    stages = overlap.stage_ms(rows, n)
+    bound, sequential = overlap.bound_ms(stages), overlap.sequential_ms(stages)
+    lines = []
+    if bound:
+        lines.append(f"  at n = {crossover.format_n(n)} ({overlap.describe_stages(stages)}, each alone):")
+        lines.append(f"  overlap bound max(H2D, kernel, D2H) {bound:.3g} ms; sequential H2D + kernel + D2H "
+                     f"{sequential:.3g} ms")
+    else:
+        lines.append(f"  at n = {crossover.format_n(n)}: no overlap bound (the stages alone were not timed: "
+                     "swept with --no-transfers?)")
+    names = sorted({r["implementation"] for r in rows if r["operation"] == overlap.PROCESS},
+                   key=lambda s: (s != "student", s))
+    for name in names:
+        top = overlap.best(rows, name, n)
+        speedup = f", {sequential / top['median_ms']:.2f}x faster than sequential" if sequential else ""
+        lines.append(f"  {name:<10} best: {overlap.describe_best(top, bound)}{speedup}")
+    pageable = overlap.pageable_times(rows, n)
+    if pageable:
+        baseline = pageable.get("sequential")
+        parts = [f"{name} {ms:.3g} ms" + (f" ({baseline / ms:.2f}x)" if baseline else "")
+                 for name, ms in sorted(pageable.items(), key=lambda kv: (kv[0] != "student", kv[0]))
+                 if name != "sequential"]
+        parts += [f"sequential {baseline:.3g} ms"] if baseline else []
+        lines.append("  pageable (task 4): " + ", ".join(parts))
+    return lines
 
 
 def summarize_gflops(kernels: List[dict], largest: int) -> List[str]:
@@ -319,6 +400,8 @@ def summarize(path: Path) -> List[str]:
     rows = read_sweep(path)
     kernels = [r for r in rows if not is_transfer(r)]
     largest = max(r["n"] for r in kernels)
+    if overlap.is_streams(kernels):
+        return summarize_streams(rows)
     if crossover.is_reduction(kernels):
         return summarize_reduction(kernels)
     if any(r["operation"] == "cublas_fp32" for r in kernels):
@@ -395,6 +478,8 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
         rows: Dict[Tuple[str, ...], str] = {}  # by row_key: each measurement once, the first kept
         left_out: List[LeftOut] = []
         transfers_done = args.no_transfers
+        passes: Tuple[str, ...] = ()  # what the first run calibrated, for the later ones
+        timeline: List[str] = []
         for implementation, tree_name in runs:
             target = build.sweep_target(lesson.slug, tree_name)
             if not args.no_build:
@@ -416,8 +501,8 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
             # a run after a crash times them again and the repeats are dropped, so none is lost.
             try:
                 with gpu.exclusive():
-                    swept = sweep_implementation(program, implementation,
-                                                 options + ([] if not transfers_done else ["--no-transfers"]), env)
+                    swept = sweep_implementation(program, implementation, options + list(passes) +
+                                                 ([] if not transfers_done else ["--no-transfers"]), env)
             except LockError as e:
                 print(f"sweep: {e}", file=sys.stderr)
                 return EXIT_BUILD
@@ -426,6 +511,8 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
             for row in swept.rows:
                 rows.setdefault(row_key(row), row)
             left_out += swept.left_out
+            passes = passes or swept.passes
+            timeline += swept.timeline
             if swept.code == EXIT_INCORRECT:
                 print(f"sweep: {implementation} was not swept: fix it first (./grade {lesson.number:02d}).",
                       file=sys.stderr)
@@ -446,12 +533,28 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
         except CsvError as e:
             print(f"sweep: the CSV written does not read back: {e}", file=sys.stderr)
             return EXIT_PARTIAL
-        shown = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else str(path)
+        shown = shown_path(path)
         print(f"\nWrote {shown} ({len(rows)} rows).")
+        timeline_path = out_dir / f"{lesson.slug}_timeline.csv"
+        if timeline:
+            write_timeline(timeline_path, timeline)
+            try:
+                read_timeline(timeline_path)
+            except CsvError as e:
+                print(f"sweep: the timeline written does not read back: {e}", file=sys.stderr)
+                return EXIT_PARTIAL
+            print(f"Wrote {shown_path(timeline_path)} ({len(timeline)} records of traced calls of process).")
+        elif timeline_path.exists():  # an older sweep's: it would be drawn beside this one's rows
+            timeline_path.unlink()
         print("\n".join(summary))
         print_left_out(left_out)
-        print(f"Figures: ./plot {shown}")
+        print(f"Figures: ./plot {shown}" + (" (the timeline beside it too)" if timeline else ""))
     return status
+
+
+def shown_path(path: Path) -> str:
+    """A path as the user would type it: relative to here when below here."""
+    return os.path.relpath(path) if not os.path.relpath(path).startswith("..") else str(path)
 
 
 def print_left_out(left_out: List[LeftOut]) -> None:

@@ -9,25 +9,52 @@ One row per measurement ("tidy" data). The sweep programs write the same columns
   n                                   problem size in elements
   block, grid_mode, grid              the launch configuration (empty for transfers; block and grid are
                                       also empty with grid_mode "own": code that chose its own launch,
-                                      such as cuBLAS, lesson 03's challenge launcher, or the CPU)
+                                      such as cuBLAS, lesson 03's challenge launcher, or the CPU). Lesson
+                                      05's pipelines have grid_mode "pipeline" with block = the number of
+                                      streams and grid = the number of chunks
   samples, median_ms, min_ms, max_ms  the timing: CUDA events, except lesson 04's CPU rows and
-                                      gpu_with_transfer, timed with the host clock (copies included)
+                                      gpu_with_transfer, and lesson 05's process, process_pageable and
+                                      pageable_sequential, timed with the host clock (copies included)
   bytes, flops                        moved per launch (a copy counts its bytes once), operations per launch
   gbps, gflops                        bytes / median time, flops / median time (1e9 per second)
   pct_of_copy_bandwidth               gbps as a percentage of copy_bandwidth_gbps
   copy_bandwidth_gbps                 the device-to-device copy bandwidth measured in the same run
   gpu, date                           the GPU's name, and when the sweep started (ISO 8601, UTC)
 
+Lesson 05 (05_streams) at one n: student and reference process (grid_mode "pipeline") for each
+number of streams and chunks, and process_pageable ("own"); cudaMemcpy h2d_pinned and d2h_pinned
+and baseline transform (the lesson's kernel alone, "own") are the stages of the overlap bound
+max(H2D, kernel, D2H) and of the sequential time H2D + kernel + D2H (overlap.py); cudaMemcpy
+h2d_pageable and d2h_pageable, and baseline pageable_sequential (copy in, kernel, copy out one
+after the other from pageable memory), are task 4's. bytes counts the n floats in and out (8n;
+4n for a copy), flops 2 x work per element (one FMA per step of the kernel's work).
+
 Lines that start with '#' are notes, not rows. ./sweep writes one after the rows for each
 function it left out because it crashed or hung ("# left out: student matmul_challenge:
 crashed (...) while checking its results"); left_out() reads them.
+
+The timeline CSV (lesson 05, sweep-results/05_streams_timeline.csv): what the GPU did during one
+call of process (4 streams, 16 chunks, the largest n), recorded by the grader's CUPTI tracer,
+one row per record; read_timeline() reads it. Its columns (TIMELINE_COLUMNS):
+
+  lesson, implementation, operation   05_streams, student or reference, process
+  n, streams, chunks, work            the call's arguments
+  kind                                call (the call itself: start_ms 0, end_ms when it returned),
+                                      kernel, h2d, d2h, d2d, h2h, copy (another direction) or memset
+  name                                the kernel's name, or the runtime call that made the copy
+  stream                              1, 2, ...: the streams in the order their first work started
+                                      (empty for the call)
+  start_ms, end_ms                    GPU times in ms since process was called
+  bytes                               copied or set (0 for kernels and the call)
+  gpu, date                           as in the sweep CSV
 """
 from __future__ import annotations
 
 import csv
+import math
 import re
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 COLUMNS = ["lesson", "implementation", "operation", "n", "block", "grid_mode", "grid", "samples", "median_ms",
            "min_ms", "max_ms", "bytes", "flops", "gbps", "gflops", "pct_of_copy_bandwidth", "copy_bandwidth_gbps",
@@ -39,6 +66,10 @@ OWN_LAUNCH = "own"
 _NUMBER = ("median_ms", "min_ms", "max_ms", "bytes", "flops", "gbps", "gflops", "pct_of_copy_bandwidth",
            "copy_bandwidth_gbps")
 _TEXT = ("lesson", "implementation", "operation", "gpu", "date")
+PIPELINE = "pipeline"  # lesson 05's process: block = streams, grid = chunks
+TIMELINE_COLUMNS = ["lesson", "implementation", "operation", "n", "streams", "chunks", "work", "kind", "name",
+                    "stream", "start_ms", "end_ms", "bytes", "gpu", "date"]
+TIMELINE_KINDS = ("call", "kernel", "h2d", "d2h", "d2d", "h2h", "copy", "memset")
 LEFT_OUT = "# left out: "
 _LEFT_OUT = re.compile("^" + re.escape(LEFT_OUT) + r"(\S+) (.+?): (.*)$")  # implementation, operation, why
 
@@ -83,6 +114,8 @@ def _parse_row(raw: Dict[str, str], where: str) -> Dict:
                        f"{row['min_ms']}, {row['median_ms']}, {row['max_ms']}")
     if row["operation"] not in TRANSFERS and not row["grid_mode"]:
         raise CsvError(f"{where}: column grid_mode is empty for a kernel row")
+    if row["grid_mode"] == PIPELINE and (row["block"] is None or row["grid"] is None):
+        raise CsvError(f"{where}: a '{PIPELINE}' row needs block (the number of streams) and grid (of chunks)")
     return row
 
 
@@ -106,27 +139,111 @@ def left_out(path: Path) -> List[Dict[str, str]]:
     return [dict(zip(("implementation", "operation", "why"), m.groups())) for m in notes if m]
 
 
-def read_sweep(path: Path) -> List[Dict]:
-    """The rows of a sweep CSV, typed; notes (lines starting with '#') are passed over.
-    Raises CsvError naming the file, the line and the problem when the file is not one."""
-    path = Path(path)
-    text = _read_text(path)
-    # Line numbers as in the file, so that a message points at the right line past a note.
+def _header_of(path: Path, text: str) -> Tuple[int, List[str], List[Tuple[int, str]]]:
+    """The first line that is not a note, as fields, with its number and the lines after it."""
     numbered = [(number, line) for number, line in enumerate(text.splitlines(), start=1)
                 if line.strip() and not line.startswith("#")]
     if not numbered:
         raise CsvError(f"{path}: the file is empty")
-    header_number, header_line = numbered[0]
-    header = next(csv.reader([header_line]))
-    if header != COLUMNS:
-        missing = [c for c in COLUMNS if c not in header]
-        extra = [c for c in header if c not in COLUMNS]
-        detail = (f"missing {', '.join(missing)}" if missing else "") + \
-                 ("; " if missing and extra else "") + (f"unexpected {', '.join(extra)}" if extra else "")
-        raise CsvError(f"{path}: line {header_number} is not the sweep header ({detail or 'columns out of order'}). "
-                       "Expected: " + ",".join(COLUMNS))
+    return numbered[0][0], next(csv.reader([numbered[0][1]])), numbered[1:]
+
+
+def _header_error(path: Path, number: int, header: List[str], columns: List[str], what: str) -> CsvError:
+    missing = [c for c in columns if c not in header]
+    extra = [c for c in header if c not in columns]
+    detail = (f"missing {', '.join(missing)}" if missing else "") + \
+             ("; " if missing and extra else "") + (f"unexpected {', '.join(extra)}" if extra else "")
+    return CsvError(f"{path}: line {number} is not the {what} header ({detail or 'columns out of order'}). "
+                    "Expected: " + ",".join(columns))
+
+
+def is_timeline(path: Path) -> bool:
+    """Whether the file's header is the timeline's (lesson 05), not the sweep's."""
+    try:
+        _, header, _ = _header_of(Path(path), _read_text(Path(path)))
+    except CsvError:
+        return False
+    return header == TIMELINE_COLUMNS
+
+
+def _number(raw: Dict[str, str], column: str, where: str) -> float:
+    text = raw[column].strip()
+    try:
+        value = float(text)
+    except ValueError:
+        raise CsvError(f"{where}: column {column} is {text!r}, not a number") from None
+    if not math.isfinite(value):
+        raise CsvError(f"{where}: column {column} is {text}; it must be a finite number")
+    return value
+
+
+def read_timeline(path: Path) -> List[Dict]:
+    """The records of a timeline CSV (lesson 05), typed. Raises CsvError naming the file, the
+    line and the problem when the file is not one."""
+    path = Path(path)
+    header_number, header, lines = _header_of(path, _read_text(path))
+    if header != TIMELINE_COLUMNS:
+        raise _header_error(path, header_number, header, TIMELINE_COLUMNS, "timeline")
     rows = []
-    for number, line in numbered[1:]:
+    for number, line in lines:
+        where = f"{path}: line {number}"
+        fields = next(csv.reader([line]))
+        if len(fields) != len(TIMELINE_COLUMNS):
+            raise CsvError(f"{where}: {len(fields)} fields, expected {len(TIMELINE_COLUMNS)}")
+        raw = dict(zip(TIMELINE_COLUMNS, (f.strip() for f in fields)))
+        row: Dict = {}
+        for column in ("lesson", "implementation", "operation", "kind", "gpu", "date"):
+            if not raw[column]:
+                raise CsvError(f"{where}: column {column} is empty")
+            row[column] = raw[column]
+        row["name"] = raw["name"]
+        if row["kind"] not in TIMELINE_KINDS:
+            raise CsvError(f"{where}: kind {row['kind']!r} is none of {', '.join(TIMELINE_KINDS)}")
+        for column in ("n", "streams", "chunks", "work", "stream"):
+            if column == "stream" and row["kind"] == "call":
+                if raw[column]:
+                    raise CsvError(f"{where}: the call's row has a stream ({raw[column]!r}); it must be empty")
+                row[column] = None
+                continue
+            try:
+                row[column] = int(raw[column])
+            except ValueError:
+                raise CsvError(f"{where}: column {column} is {raw[column]!r}, not a whole number") from None
+            if row[column] < 1:
+                raise CsvError(f"{where}: column {column} is {row[column]}; it must be at least 1")
+        for column in ("start_ms", "end_ms", "bytes"):
+            row[column] = _number(raw, column, where)
+        if row["end_ms"] < row["start_ms"]:
+            raise CsvError(f"{where}: it ends (end_ms {row['end_ms']}) before it starts (start_ms {row['start_ms']})")
+        if row["bytes"] < 0:
+            raise CsvError(f"{where}: column bytes is {row['bytes']}; it must be >= 0")
+        rows.append(row)
+    implementations = sorted({r["implementation"] for r in rows})
+    if not implementations:
+        raise CsvError(f"{path}: no records in the file")
+    for name in implementations:
+        calls = [r for r in rows if r["implementation"] == name and r["kind"] == "call"]
+        if len(calls) != 1:
+            raise CsvError(f"{path}: {name} has {len(calls)} rows of kind 'call'; a timeline has one per "
+                           "implementation")
+    gpus = sorted({r["gpu"] for r in rows})
+    if len(gpus) > 1:
+        raise CsvError(f"{path}: the records come from several GPUs ({'; '.join(gpus)})")
+    return rows
+
+
+def read_sweep(path: Path) -> List[Dict]:
+    """The rows of a sweep CSV, typed; notes (lines starting with '#') are passed over.
+    Raises CsvError naming the file, the line and the problem when the file is not one."""
+    path = Path(path)
+    # Line numbers as in the file, so that a message points at the right line past a note.
+    header_number, header, lines = _header_of(path, _read_text(path))
+    if header != COLUMNS:
+        if header == TIMELINE_COLUMNS:
+            raise CsvError(f"{path}: this is a timeline (lesson 05), not a sweep CSV; ./plot draws both")
+        raise _header_error(path, header_number, header, COLUMNS, "sweep")
+    rows = []
+    for number, line in lines:
         where = f"{path}: line {number}"
         fields = next(csv.reader([line]))
         if len(fields) != len(COLUMNS):

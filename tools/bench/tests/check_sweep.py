@@ -2,7 +2,9 @@
 """End-to-end check of ./sweep and ./plot on a GPU: a small sweep of the reference solution
 writes a CSV that reads back with every expected row, ./plot draws every figure from it, and
 the untouched exercise is refused ("fix it first") instead of being timed; the same for
-lessons 03 and 04, with the plain student solution (which leaves the optional challenge undone).
+lessons 03 and 04, with the plain student solution (which leaves the optional challenge undone),
+and for lesson 05 with its timeline (the plain student when it has lesson 05, else the reference
+alone).
 
 Exit codes: 0 as expected, 1 not, 77 no GPU (ctest reports it as skipped)."""
 import argparse
@@ -14,7 +16,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(HERE.parent))
-from sweep_schema import read_sweep  # noqa: E402
+import overlap  # noqa: E402
+from sweep_schema import read_sweep, read_timeline  # noqa: E402
 
 SKIP = 77
 
@@ -101,6 +104,73 @@ def check_reduction(args, out) -> list:
     return problems
 
 
+def check_streams(args, out) -> list:
+    """Lesson 05: every number of streams x chunks of each implementation once, the stages alone
+    once, the overlap bound and each best fraction in the summary, the timeline (4 streams, 16
+    chunks: 16 copies in, 16 kernels and 16 copies out per implementation, on 4 streams, copies
+    overlapping kernels, the call returning after its last copy out) and both figures; the
+    untouched exercise is refused."""
+    problems = []
+    plain = "grader/tests/students/plain"
+    has_plain = (ROOT / plain / "05_streams").is_dir()
+    names = ["student", "reference"] if has_plain else ["reference"]
+    sweep = [sys.executable, str(ROOT / "sweep"), "05", "--no-build", "--build-dir", args.build_dir,
+             "--sizes", "16777216", "--blocks", "1,4", "--samples", "5", "--out", out]  # chunks of 1 MiB and more
+    p = run(sweep + ["--tree", plain if has_plain else "solutions"])
+    csv, timeline_csv = Path(out) / "05_streams.csv", Path(out) / "05_streams_timeline.csv"
+    if p.returncode != 0 or not csv.exists() or not timeline_csv.exists():
+        return [f"./sweep 05 exited {p.returncode} (CSV written: {csv.exists()}, timeline: {timeline_csv.exists()})"]
+    if has_plain and "process_pageable (student) is not timed: not implemented yet" not in p.stdout:
+        problems.append("./sweep 05 did not say that the plain student's challenge (process_pageable) was left out")
+    rows = read_sweep(csv)
+    chunks = (1, 2, 4, 8, 16, 32, 64)
+    for name in names:
+        got = sorted((r["block"], r["grid"]) for r in overlap.pipelines(rows, name, overlap.pipeline_n(rows)))
+        if got != [(s, c) for s in (1, 4) for c in chunks]:
+            problems.append(f"lesson 05, {name}: expected process at 1 and 4 streams x {chunks} chunks, got {got}")
+    stages = sorted((r["implementation"], r["operation"]) for r in rows if r["operation"] in overlap.STAGES)
+    if stages != [("baseline", "transform"), ("cudaMemcpy", "d2h_pinned"), ("cudaMemcpy", "h2d_pinned")]:
+        problems.append(f"lesson 05: expected each stage alone once, got {stages}")
+    if not any(r["implementation"] == "reference" and r["operation"] == overlap.PAGEABLE for r in rows):
+        problems.append("lesson 05: the reference's process_pageable was not timed")
+    n = overlap.pipeline_n(rows)
+    stage_times = overlap.stage_ms(rows, n)
+    best = overlap.best(rows, "reference", n)
+    if best and overlap.sequential_ms(stage_times) and not best["median_ms"] < overlap.sequential_ms(stage_times):
+        problems.append(f"lesson 05: the reference's best pipeline ({best['median_ms']} ms) is not faster than the "
+                        f"stages one after the other ({stage_times})")
+    for text in ["overlap bound max(H2D, kernel, D2H)"] + [f"{name:<10} best:" for name in names]:
+        if text not in p.stdout:
+            problems.append(f"./sweep 05's summary lacks {text!r}")
+    records = read_timeline(timeline_csv)
+    for name in names:
+        mine = [r for r in records if r["implementation"] == name]
+        counts = {kind: sum(r["kind"] == kind for r in mine) for kind in ("h2d", "kernel", "d2h")}
+        if counts != {"h2d": 16, "kernel": 16, "d2h": 16}:
+            problems.append(f"lesson 05 timeline, {name}: expected 16 copies in, kernels and copies out, got {counts}")
+        if {r["stream"] for r in mine if r["kind"] != "call"} != {1, 2, 3, 4}:
+            problems.append(f"lesson 05 timeline, {name}: expected work on 4 streams")
+        kernels = [(r["start_ms"], r["end_ms"]) for r in mine if r["kind"] == "kernel"]
+        copies = [(r["start_ms"], r["end_ms"]) for r in mine if r["kind"] in ("h2d", "d2h")]
+        if not any(cs < ke and ks < ce for ks, ke in kernels for cs, ce in copies):
+            problems.append(f"lesson 05 timeline, {name}: no copy overlaps a kernel")
+        call = next(r for r in mine if r["kind"] == "call")
+        last_out = max((r["end_ms"] for r in mine if r["kind"] == "d2h"), default=0)
+        if call["end_ms"] < last_out:
+            problems.append(f"lesson 05 timeline, {name}: process returned at {call['end_ms']} ms, before its last "
+                            f"copy out ended ({last_out} ms)")
+    if args.plot_python:
+        figures = Path(out) / "figures05"
+        p = run([args.plot_python, str(ROOT / "plot"), str(csv), "--out", str(figures)])
+        written = sorted(f.name for f in figures.glob("*.png")) if figures.exists() else []
+        if p.returncode != 0 or written != ["05_streams_time_vs_chunks.png", "05_streams_timeline.png"]:
+            problems.append(f"./plot on lesson 05 exited {p.returncode} and wrote {written}")
+    p = run(sweep + ["--tree", "exercises", "--no-reference"])
+    if p.returncode != 1 or "fix it first" not in p.stdout:
+        problems.append(f"lesson 05, untouched exercise: expected exit 1 and 'fix it first', got exit {p.returncode}")
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", required=True)
@@ -137,6 +207,7 @@ def main() -> int:
             problems.append(f"the untouched exercise: expected exit 1 and 'fix it first', got exit {p.returncode}")
         problems += check_matmul(args, out)
         problems += check_reduction(args, out)
+        problems += check_streams(args, out)
     for problem in problems:
         print("FAIL:", problem)
     print(f"{len(problems)} problem(s)" if problems else "as expected")

@@ -1,6 +1,8 @@
 """Host-only tests of the sweep tooling: the CSV schema and reader, the sweep program's
 command line, and ./sweep's handling of a sweep program's output (with stand-in programs),
-including one that crashes or hangs in one function: the others are still swept."""
+including one that crashes or hangs in one function: the others are still swept; lesson 05's
+pipeline rows, its timeline (the '# timeline' lines gathered into <lesson>_timeline.csv and
+their reader) and the calibration passed from one run to the next ('# pass')."""
 import contextlib
 import io
 import os
@@ -17,8 +19,10 @@ BENCH = HERE.parent
 ROOT = BENCH.parents[1]
 sys.path[:0] = [str(BENCH), str(ROOT / "grader")]
 
+import overlap  # noqa: E402
 import sweep_cli  # noqa: E402
-from sweep_schema import COLUMNS, CsvError, left_out, read_sweep  # noqa: E402
+from sweep_schema import (COLUMNS, TIMELINE_COLUMNS, CsvError, is_timeline, left_out, read_sweep,  # noqa: E402
+                          read_timeline)
 
 SAMPLE = BENCH / "samples" / "02_multiply_add_h200.csv"
 MATMUL_SAMPLE = BENCH / "samples" / "03_matmul_h200.csv"
@@ -27,6 +31,45 @@ REDUCTION_SAMPLE = BENCH / "samples" / "04_reduction_h100.csv"
 SWEEP_PROGRAM = os.environ.get("WORKBOOK_SWEEP_PROGRAM")
 # A python3 with matplotlib for ./plot (ctest passes it when there is one).
 PLOT_PYTHON = os.environ.get("WORKBOOK_PLOT_PYTHON")
+# Lesson 05's sweep program (ctest passes it): its own options, and it starts without a GPU.
+STREAMS_PROGRAM = os.environ.get("WORKBOOK_STREAMS_SWEEP_PROGRAM")
+STREAMS_SOURCE = BENCH / "05_streams.cu"
+GPU = "NVIDIA H100 80GB HBM3"
+
+
+def streams_rows(implementations=("student", "reference"), stages=True, n=1 << 20):
+    """A small lesson 05 sweep as CSV lines (no header): the stages alone (H2D 2, kernel 2.1,
+    D2H 2.2 ms) when `stages`, and for each implementation process at 1 and 4 streams x 1, 4
+    and 16 chunks, 4 streams x 16 chunks the fastest (2.75 ms for the student, 2.5 for the
+    reference)."""
+    def row(implementation, operation, block, mode, grid, ms):
+        return (f"05_streams,{implementation},{operation},{n},{block},{mode},{grid},20,{ms},{ms * 0.98},{ms * 1.05},"
+                f"{8 * n},{2e3 * n},{8 * n / ms / 1e6},1,1,3000,{GPU},2026-11-22T00:00:00Z")
+    lines = []
+    if stages:
+        lines += [row("cudaMemcpy", "h2d_pinned", "", "", "", 2.0), row("baseline", "transform", "", "own", "", 2.1),
+                  row("cudaMemcpy", "d2h_pinned", "", "", "", 2.2)]
+    for name in implementations:
+        for streams in (1, 4):
+            for chunks in (1, 4, 16):
+                ms = 6.5 if streams == 1 or chunks == 1 else {4: 3.5, 16: 2.5}[chunks]
+                lines.append(row(name, "process", streams, "pipeline", chunks,
+                                 ms * (1.1 if name == "student" and ms < 3 else 1.0)))
+    return lines
+
+
+def timeline_rows(implementation, chunks=4):
+    """A timeline of one call of process with 2 streams: `chunks` chunks, each copied in, transformed
+    and copied out in 1 ms steps, one step behind the chunk before; the call returns at the end."""
+    common = f"05_streams,{implementation},process,1000,2,{chunks},8,"
+    rows = [common + f"call,process,,0,{chunks + 2.1},0,{GPU},2026-11-22T00:00:00Z"]
+    for c in range(chunks):
+        for step, (kind, name) in enumerate((("h2d", "cudaMemcpyAsync"), ("kernel", "transform_kernel"),
+                                              ("d2h", "cudaMemcpyAsync"))):
+            copied = 0 if kind == "kernel" else 4000
+            rows.append(common + f"{kind},{name},{c % 2 + 1},{c + step},{c + step + 1},{copied},{GPU},"
+                        "2026-11-22T00:00:00Z")
+    return rows
 
 
 def sample_lines():
@@ -164,6 +207,108 @@ class SchemaTest(unittest.TestCase):
             self.assertEqual(left_out(path), [])
 
 
+class StreamsSchemaTest(unittest.TestCase):
+    """Lesson 05's rows in the sweep CSV, and its timeline CSV."""
+
+    def test_pipeline_rows_carry_streams_in_block_and_chunks_in_grid(self):
+        with CsvFile([",".join(COLUMNS)] + streams_rows()) as path:
+            rows = read_sweep(path)
+        process = [r for r in rows if r["operation"] == "process"]
+        self.assertEqual({(r["block"], r["grid"]) for r in process},
+                         {(s, c) for s in (1, 4) for c in (1, 4, 16)})
+        self.assertEqual({r["grid_mode"] for r in process}, {"pipeline"})
+        transform = next(r for r in rows if r["operation"] == "transform")
+        self.assertEqual((transform["implementation"], transform["block"], transform["grid"]), ("baseline", None, None))
+
+    def test_a_pipeline_row_without_chunks_is_rejected(self):
+        lines = streams_rows()
+        fields = lines[-1].split(",")
+        fields[COLUMNS.index("grid")] = ""
+        with CsvFile([",".join(COLUMNS)] + lines[:-1] + [",".join(fields)]) as path:
+            with self.assertRaises(CsvError) as caught:
+                read_sweep(path)
+        self.assertIn(f"line {len(lines) + 1}", str(caught.exception))
+        self.assertIn("column grid", str(caught.exception))
+
+    def test_the_bound_the_sequential_time_and_the_best_pipelines(self):
+        with CsvFile([",".join(COLUMNS)] + streams_rows()) as path:
+            rows = read_sweep(path)
+        n = overlap.pipeline_n(rows)
+        stages = overlap.stage_ms(rows, n)
+        self.assertEqual(overlap.bound_ms(stages), 2.2)
+        self.assertAlmostEqual(overlap.sequential_ms(stages), 6.3)
+        self.assertEqual(overlap.configuration(overlap.best(rows, "reference", n)), "4 streams, 16 chunks")
+        self.assertEqual(overlap.describe_best(overlap.best(rows, "reference", n), 2.2),
+                         "4 streams, 16 chunks: 2.5 ms, 88% of the bound")
+        self.assertIsNone(overlap.bound_ms({"h2d_pinned": 1.0, "transform": 2.0}))  # D2H not timed: no bound
+        self.assertEqual(overlap.union_ms([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]), 4)
+
+    def test_a_timeline_reads_with_typed_values(self):
+        lines = [",".join(TIMELINE_COLUMNS)] + timeline_rows("student") + timeline_rows("reference")
+        with CsvFile(lines) as path:
+            self.assertTrue(is_timeline(path))
+            rows = read_timeline(path)
+        self.assertEqual(len(rows), 2 * (1 + 3 * 4))
+        call = rows[0]
+        self.assertEqual((call["kind"], call["stream"], call["start_ms"], call["end_ms"]), ("call", None, 0.0, 6.1))
+        self.assertEqual({r["stream"] for r in rows if r["kind"] != "call"}, {1, 2})
+        self.assertFalse(is_timeline(SAMPLE))
+
+    def reject_timeline(self, lines, *fragments):
+        with CsvFile(lines) as path:
+            with self.assertRaises(CsvError) as caught:
+                read_timeline(path)
+        for fragment in fragments:
+            self.assertIn(fragment, str(caught.exception))
+
+    def test_a_malformed_timeline_is_rejected_with_the_line(self):
+        header = ",".join(TIMELINE_COLUMNS)
+        good = timeline_rows("student")
+        self.reject_timeline([header.replace("start_ms", "begin")] + good, "line 1", "missing start_ms",
+                             "not the timeline header")
+        self.reject_timeline([header, good[0], good[1].replace(",h2d,", ",upload,")], "line 3", "kind 'upload'")
+        backwards = good[1].split(",")
+        backwards[TIMELINE_COLUMNS.index("end_ms")] = "-1"
+        self.reject_timeline([header, good[0], ",".join(backwards)], "line 3", "before it starts")
+        no_stream = good[2].split(",")
+        no_stream[TIMELINE_COLUMNS.index("stream")] = ""
+        self.reject_timeline([header, good[0], ",".join(no_stream)], "line 3", "column stream")
+        self.reject_timeline([header] + good[1:], "0 rows of kind 'call'")
+        self.reject_timeline([header] + good + [good[1].replace(GPU, "NVIDIA H200")], "several GPUs")
+        self.reject_timeline([header, good[0], good[1].rsplit(",", 3)[0]], "line 3", "12 fields, expected 15")
+        with CsvFile([header] + good) as path:  # a timeline is not a sweep CSV, and says so
+            with self.assertRaises(CsvError) as caught:
+                read_sweep(path)
+            self.assertIn("this is a timeline", str(caught.exception))
+
+    def test_the_sweep_program_prints_the_timeline_columns(self):
+        """05_streams.cu writes the timeline's header itself: it must be TIMELINE_COLUMNS."""
+        source = STREAMS_SOURCE.read_text()
+        header = source.split("kTimelineHeader =\n", 1)[1].split(";", 1)[0].strip().strip('"')
+        self.assertEqual(header.split(","), TIMELINE_COLUMNS)
+
+    def test_the_streams_program_has_its_own_options_and_starts_without_a_gpu(self):
+        if not STREAMS_PROGRAM:
+            self.skipTest("WORKBOOK_STREAMS_SWEEP_PROGRAM not set (ctest sets it)")
+        out = subprocess.run([STREAMS_PROGRAM, "--print-header", "--chunks", "4,16", "--work", "12"],
+                             stdout=subprocess.PIPE, text=True, check=True).stdout
+        self.assertEqual(out.strip().split(","), COLUMNS)
+        usage = subprocess.run([STREAMS_PROGRAM, "--help"], stdout=subprocess.PIPE, text=True).stdout
+        for text in ("--chunks", "--work W", "the numbers of streams", "# timeline", "--skip OP"):
+            self.assertIn(text, usage)
+        for args, message in ((["--chunks", "0"], "--chunks wants whole numbers"), (["--work"], "--work needs a value"),
+                              (["--chunks", "4,x"], "not 'x'")):
+            p = subprocess.run([STREAMS_PROGRAM] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(message, p.stderr)
+        # CUPTI is linked in (the tracer), yet without a GPU it starts and says why it cannot run.
+        p = subprocess.run([STREAMS_PROGRAM, "--sizes", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        if p.returncode != 77:
+            self.skipTest("a GPU is present")
+        self.assertIn("needs a GPU", p.stderr)
+
+
 def fake_program(directory, body):
     """A stand-in sweep program: a Python script that prints what `body` prints."""
     path = Path(directory) / "fake_sweep"
@@ -284,6 +429,53 @@ class RunSweepTest(unittest.TestCase):
             run = sweep_cli.run_sweep(program, "student", [], {})
         self.assertEqual(run.code, sweep_cli.EXIT_INCORRECT)
         self.assertIn("wrong results", run.errors)
+
+    def test_pass_and_timeline_lines_are_gathered(self):
+        timeline = timeline_rows("student")
+        with tempfile.TemporaryDirectory() as d:
+            program = fake_program(d, f"""
+                print("# checking process")
+                print("# pass --work 187")
+                print("# planned 1")
+                print({",".join(COLUMNS)!r})
+                print({streams_rows()[-1]!r})
+                print("# measuring process_timeline n=1048576 block=4 grid=pipeline")
+                for line in [{",".join(TIMELINE_COLUMNS)!r}] + {timeline!r}:
+                    print("# timeline " + line)
+                """)
+            run = sweep_cli.run_sweep(program, "student", [], {})
+        self.assertEqual(run.code, 0, run.errors)
+        self.assertEqual(run.rows, [streams_rows()[-1]])
+        self.assertEqual(run.passes, ("--work", "187"))
+        self.assertEqual(run.timeline, tuple(timeline))
+
+    def test_a_timeline_with_a_wrong_header_is_left_out(self):
+        with tempfile.TemporaryDirectory() as d:
+            program = fake_program(d, f"""
+                print({",".join(COLUMNS)!r})
+                print({streams_rows()[-1]!r})
+                print("# timeline lesson,start,end")
+                print("# timeline 05_streams,0,1")
+                """)
+            run = sweep_cli.run_sweep(program, "student", [], {})
+        self.assertEqual((run.code, run.rows, run.timeline), (0, [streams_rows()[-1]], ()))
+        self.assertIn("unexpected timeline header", run.errors)
+
+    def test_process_rows_that_differ_in_chunks_are_different_measurements(self):
+        rows = streams_rows(("student",), stages=False)
+        self.assertEqual(len({sweep_cli.row_key(r) for r in rows}), len(rows))
+
+    def test_streams_summary_states_the_bound_and_each_best_fraction(self):
+        with CsvFile([",".join(COLUMNS)] + streams_rows()) as path:
+            lines = sweep_cli.summarize(path)
+        text = "\n".join(lines)
+        self.assertIn("overlap bound max(H2D, kernel, D2H) 2.2 ms; sequential H2D + kernel + D2H 6.3 ms", text)
+        self.assertIn("H2D 2 ms, kernel 2.1 ms, D2H 2.2 ms", text)
+        self.assertIn("student    best: 4 streams, 16 chunks: 2.75 ms, 80% of the bound, 2.29x faster than "
+                      "sequential", text)
+        self.assertIn("reference  best: 4 streams, 16 chunks: 2.5 ms, 88% of the bound", text)
+        with CsvFile([",".join(COLUMNS)] + streams_rows(stages=False)) as path:
+            self.assertIn("no overlap bound", "\n".join(sweep_cli.summarize(path)))
 
     def test_a_silent_program_is_stopped(self):
         with silence_limit(1), tempfile.TemporaryDirectory() as d:
@@ -480,6 +672,28 @@ class LeftOutTest(unittest.TestCase):
         self.assertIn("Left out", out.getvalue())
         self.assertIn("student matmul_challenge: crashed (exit 1:", out.getvalue())
 
+    def test_a_run_after_a_crash_keeps_the_first_calibration(self):
+        with tempfile.TemporaryDirectory() as d:
+            log = Path(d) / "runs.log"
+            program = fake_program(d, f"""
+                args = sys.argv[1:]
+                open({str(log)!r}, "a").write(" ".join(args) + "\\n")
+                if "--work" not in args:
+                    print("# pass --work 187", flush=True)
+                print({",".join(COLUMNS)!r})
+                if "--skip" not in args:
+                    print("# measuring process n=1048576 block=4 grid=pipeline", flush=True)
+                    sys.exit(1)
+                print({streams_rows()[-1]!r})
+                """)
+            with quiet():
+                swept = sweep_cli.sweep_implementation(program, "student", [], {})
+            runs = log.read_text().splitlines()
+        self.assertEqual(len(runs), 2)
+        self.assertNotIn("--work", runs[0])
+        self.assertIn("--work 187", runs[1])
+        self.assertEqual((swept.code, swept.passes), (0, ("--work", "187")))
+
     def test_known_exits_are_not_crashes(self):
         for code in (2, 5, 77):
             with tempfile.TemporaryDirectory() as d:
@@ -490,6 +704,79 @@ class LeftOutTest(unittest.TestCase):
                 with quiet():
                     swept = sweep_cli.sweep_implementation(program, "student", [], {})
             self.assertEqual((swept.code, swept.left_out), (code, []))
+
+
+# A stand-in for lesson 05's sweep program: the student's run calibrates ("# pass --work 187") and
+# times the stages; every run times process and prints a timeline; the arguments of each run go
+# to `log`.
+FAKE_STREAMS = """
+args = sys.argv[1:]
+implementation = args[args.index("--implementation") + 1]
+open(LOG, "a").write(" ".join(args) + "\\n")
+if "--work" not in args:
+    print("# pass --work 187")
+print(HEADER)
+for row in ROWS:
+    fields = row.split(",")
+    if fields[1] in ("student", "reference") and fields[1] != implementation:
+        continue
+    if fields[1] not in ("student", "reference") and "--no-transfers" in args:
+        continue
+    print(row)
+if TIMELINE:
+    for line in [TIMELINE_HEADER] + [l.replace(",student,", "," + implementation + ",") for l in TIMELINE]:
+        print("# timeline " + line)
+"""
+
+
+class StreamsSweepTest(unittest.TestCase):
+    """./sweep 05 end to end, the build and the GPU stood in for."""
+
+    def sweep(self, directory, timeline=True):
+        log = Path(directory) / "runs.log"
+        settings = (f"LOG, HEADER, ROWS = {str(log)!r}, {','.join(COLUMNS)!r}, {streams_rows()!r}\n"
+                    f"TIMELINE_HEADER, TIMELINE = {','.join(TIMELINE_COLUMNS)!r}, "
+                    f"{timeline_rows('student') if timeline else []!r}\n")
+        program = fake_program(directory, settings + FAKE_STREAMS)
+        index = {"trees": {name: {"sweeps": {"05_streams": program}} for name in ("mine", "solutions")}}
+        device = subprocess.CompletedProcess([], 0, stdout=b'{"name": "NVIDIA H100 80GB HBM3", '
+                                                           b'"copy_bandwidth_gbps": 3000}')
+        out = io.StringIO()
+        with mock.patch.object(sweep_cli.build, "prepare", return_value=(index, "mine")), \
+                mock.patch.object(sweep_cli, "query_device", return_value=device), \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = sweep_cli.main(["05", "--no-build", "--tree", directory, "--out", directory], root=ROOT)
+        return code, log.read_text().splitlines(), out.getvalue()
+
+    def test_the_timeline_file_the_calibration_and_the_summary(self):
+        with tempfile.TemporaryDirectory() as d:
+            code, runs, out = self.sweep(d)
+            rows = read_sweep(Path(d) / "05_streams.csv")
+            timeline = read_timeline(Path(d) / "05_streams_timeline.csv")
+        self.assertEqual(code, sweep_cli.EXIT_OK, out)
+        self.assertEqual(len(runs), 2)
+        self.assertIn("--implementation student", runs[0])
+        self.assertNotIn("--work", runs[0])
+        self.assertIn("--implementation reference", runs[1])
+        self.assertIn("--work 187", runs[1])  # the student's calibration: one kernel for both
+        self.assertIn("--no-transfers", runs[1])
+        self.assertEqual(len(rows), len(streams_rows()))
+        self.assertEqual({r["implementation"] for r in timeline}, {"student", "reference"})
+        self.assertEqual(len(timeline), 2 * len(timeline_rows("student")))
+        self.assertIn("05_streams_timeline.csv (26 records", out)
+        self.assertIn("overlap bound max(H2D, kernel, D2H) 2.2 ms", out)
+        self.assertIn("student    best: 4 streams, 16 chunks", out)
+        self.assertIn("reference  best: 4 streams, 16 chunks: 2.5 ms, 88% of the bound", out)
+        self.assertIn("(the timeline beside it too)", out)
+
+    def test_a_sweep_without_a_timeline_removes_an_old_one(self):
+        with tempfile.TemporaryDirectory() as d:
+            stale = Path(d) / "05_streams_timeline.csv"
+            stale.write_text("an older sweep's\n")
+            code, _, out = self.sweep(d, timeline=False)
+            self.assertEqual(code, sweep_cli.EXIT_OK, out)
+            self.assertFalse(stale.exists())
+            self.assertNotIn("timeline", out)
 
 
 class CommandLineTest(unittest.TestCase):
