@@ -205,16 +205,6 @@ std::string pageable_copy(const grader::Trace& t) {
   return "";
 }
 
-// True when some host<->device copy ran while one of the program's kernels ran.
-bool copies_overlap_kernels(const grader::Trace& t) {
-  for (const auto& k : t.program_kernels()) {
-    for (const auto& c : t.copies) {
-      if (is_host_device_copy(c) && c.start_ns < k.end_ns && k.start_ns < c.end_ns) return true;
-    }
-  }
-  return false;
-}
-
 std::set<std::uint32_t> kernel_streams(const grader::Trace& t) {
   std::set<std::uint32_t> ids;
   for (const auto& k : t.program_kernels()) ids.insert(k.stream_id);
@@ -437,7 +427,7 @@ TEST_CASE("Task 1: process rejects fewer than one stream or chunk", "[task_1]") 
   }
 }
 
-TEST_CASE("Task 1: process overlaps copies with kernels on streams of its own, and waits only for them", "[task_1]") {
+TEST_CASE("Task 1: process copies asynchronously on streams of its own, and waits only for them", "[task_1]") {
   grader::require_gpu();
   if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
   const Shape shape{std::size_t(1) << 22, 4, 16};
@@ -529,9 +519,6 @@ TEST_CASE("Task 1: process overlaps copies with kernels on streams of its own, a
                          "out, so copies never overlap kernels. Spread the chunks over num_streams streams of your "
                          "own (chunk c on stream c % num_streams).")
          << seen);
-  }
-  if (!copies_overlap_kernels(*trace)) {
-    FAIL(intro << "no copy ran while one of its kernels ran: there was no overlap to speak of." << seen);
   }
   if (trace->device_bytes_not_freed() > 0) {
     FAIL(intro << "it left " << trace->device_bytes_not_freed() << " bytes of device memory allocated." << seen);
@@ -966,7 +953,8 @@ struct Staged {
                               staging.size());
   }
   std::string text() const {
-    return "n = " + std::to_string(n) + " with " + std::to_string(staging.size()) + " floats of staging";
+    return "n = " + std::to_string(n) + " with " + std::to_string(staging.size()) + " floats of staging" +
+           (work != kCheckWork ? ", a kernel of " + std::to_string(work) + " steps" : "");
   }
   std::size_t n;
   int work;
@@ -991,11 +979,21 @@ TEST_CASE("Task 4: process_pageable gives every element for any n and staging si
                                           "(TODO(task 4) in ") + kExercise + ")");
     }
   }
-  std::vector<std::pair<std::size_t, std::size_t>> shapes{{1, 4096}, {1000, 4096}, {4099, 5000}, {70001, 4096},
-                                                           {(std::size_t(1) << 20) + 3, std::size_t(1) << 16}};
-  if (!grader::sanitize_mode()) shapes.push_back({std::size_t(3) << 21, std::size_t(1) << 20});
-  for (const auto& [n, staging] : shapes) {
-    Staged s(n, staging, kCheckWork, "task 4");
+  struct StagedShape {
+    std::size_t n, staging;
+    int work;
+  };
+  // The last shapes run a heavy kernel, so the GPU falls behind the host: a slot the host refills
+  // (or reads) before the GPU is done with it shows.
+  std::vector<StagedShape> shapes{{1, 4096, kCheckWork}, {1000, 4096, kCheckWork}, {4099, 5000, kCheckWork},
+                                  {70001, 4096, kCheckWork}, {(std::size_t(1) << 20) + 3, std::size_t(1) << 16, kCheckWork},
+                                  {(std::size_t(1) << 18) + 5, 4096, 20000}};
+  if (!grader::sanitize_mode()) {
+    shapes.push_back({std::size_t(3) << 21, std::size_t(1) << 20, kCheckWork});
+    shapes.push_back({(std::size_t(1) << 20) + 3, std::size_t(1) << 16, 20000});
+  }
+  for (const auto& [n, staging, work] : shapes) {
+    Staged s(n, staging, work, "task 4");
     CAPTURE(s.text());
     {
       grader::GpuWait wait("process_pageable on " + s.text());
@@ -1011,7 +1009,7 @@ TEST_CASE("Task 4: process_pageable gives every element for any n and staging si
   }
 }
 
-TEST_CASE("Task 4: process_pageable copies through pinned staging, overlapping its kernels", "[task_4]") {
+TEST_CASE("Task 4: process_pageable copies through pinned staging, on streams of its own", "[task_4]") {
   grader::require_gpu();
   if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
   Staged s(std::size_t(1) << 22, std::size_t(1) << 18, kCheckWork, "task 4 trace");
@@ -1059,9 +1057,6 @@ TEST_CASE("Task 4: process_pageable copies through pinned staging, overlapping i
   if (const std::string copy = synchronous_copy(*trace); !copy.empty()) {
     FAIL(intro << "it copied " << copy << ", a synchronous copy: nothing overlaps it. Use cudaMemcpyAsync on your "
          "streams." << seen);
-  }
-  if (!copies_overlap_kernels(*trace)) {
-    FAIL(intro << "no copy ran while one of its kernels ran: there was no overlap." << seen);
   }
 }
 
