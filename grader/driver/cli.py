@@ -174,8 +174,12 @@ class Grader:
         with self.gpu.exclusive():
             before = gpu_processes.compute_apps(self.gpu_uuid)
             phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env)
-            if ref_program and Path(ref_program).is_file():  # --no-build may find it unbuilt: no comparison then
-                reference = run_phase(ref_program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env)
+            if ref_program:
+                try:
+                    reference = run_phase(ref_program, spec, seed=self.seed, timeout_s=self._timeout(lesson),
+                                          env=self.env)
+                except FileNotFoundError:  # --no-build on a build that never made it: no comparison then
+                    reference = None
             after = gpu_processes.compute_apps(self.gpu_uuid)
         ours = [os.getpid()] + [p.pid for p in (phase, reference) if p and p.pid]
         return phase, reference, gpu_processes.others([before, after], ours)
