@@ -519,16 +519,23 @@ int main(int argc, char** argv) {
       marker.block = kTimelineStreams;
       marker.grid_mode = kPipeline;
       bench::announce(marker);
-      std::optional<grader::Tracer> tracer;
-      try {
-        tracer.emplace();
-      } catch (const grader::TracerUnavailable& e) {  // a profiler holds CUPTI, say: the rest stands
-        std::fprintf(stderr, "%s: no timeline: %s\n", argv[0], e.what());
-        return 0;
+      const auto traced_call = [&]() -> std::optional<grader::Trace> {
+        std::optional<grader::Tracer> tracer;
+        try {
+          tracer.emplace();
+        } catch (const grader::TracerUnavailable& e) {  // a profiler holds CUPTI, say: the rest stands
+          std::fprintf(stderr, "%s: no timeline: %s\n", argv[0], e.what());
+          return std::nullopt;
+        }
+        streams::process(pinned_in.data(), pinned_out.data(), device_in.data(), device_out.data(), largest, work,
+                         kTimelineStreams, kTimelineChunks);
+        return tracer->finish();
+      };
+      // The first traced call pays for CUPTI's start (milliseconds before the first kernel, on an
+      // H100): the second one is what the figure shows.
+      if (traced_call()) {
+        if (const auto trace = traced_call()) print_timeline(*trace, info, options.implementation, largest, work);
       }
-      streams::process(pinned_in.data(), pinned_out.data(), device_in.data(), device_out.data(), largest, work,
-                       kTimelineStreams, kTimelineChunks);
-      print_timeline(tracer->finish(), info, options.implementation, largest, work);
     }
     return 0;
   } catch (const std::exception& e) {
