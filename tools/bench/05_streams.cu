@@ -44,6 +44,8 @@
 
 #include "workbook/workbook.hpp"
 
+#include <cupti.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -300,6 +302,25 @@ const char* copy_kind(grader::CopyDirection direction) {
   }
 }
 
+// \p trace without what happened before \p begin_ns (a CUPTI timestamp), which becomes its start.
+grader::Trace since(grader::Trace trace, std::uint64_t begin_ns) {
+  const auto before = [&](std::uint64_t start_ns) { return start_ns < begin_ns; };
+  trace.kernels.erase(std::remove_if(trace.kernels.begin(), trace.kernels.end(),
+                                     [&](const grader::TracedKernel& k) { return before(k.start_ns); }),
+                      trace.kernels.end());
+  trace.copies.erase(std::remove_if(trace.copies.begin(), trace.copies.end(),
+                                    [&](const grader::TracedCopy& c) { return before(c.start_ns); }),
+                     trace.copies.end());
+  trace.memsets.erase(std::remove_if(trace.memsets.begin(), trace.memsets.end(),
+                                     [&](const grader::TracedMemset& m) { return before(m.start_ns); }),
+                      trace.memsets.end());
+  trace.calls.erase(std::remove_if(trace.calls.begin(), trace.calls.end(),
+                                   [&](const grader::TracedCall& c) { return before(c.enter_ns); }),
+                    trace.calls.end());
+  trace.begin_ns = begin_ns;
+  return trace;
+}
+
 // Prints \p trace as timeline lines: a header, then the call itself (kind "call": when process
 // was called and when it returned) and each kernel, copy and memset, times in ms since the call,
 // streams numbered 1, 2, ... in the order their first work started.
@@ -519,23 +540,25 @@ int main(int argc, char** argv) {
       marker.block = kTimelineStreams;
       marker.grid_mode = kPipeline;
       bench::announce(marker);
-      const auto traced_call = [&]() -> std::optional<grader::Trace> {
-        std::optional<grader::Tracer> tracer;
-        try {
-          tracer.emplace();
-        } catch (const grader::TracerUnavailable& e) {  // a profiler holds CUPTI, say: the rest stands
-          std::fprintf(stderr, "%s: no timeline: %s\n", argv[0], e.what());
-          return std::nullopt;
-        }
+      std::optional<grader::Tracer> tracer;
+      try {
+        tracer.emplace();
+      } catch (const grader::TracerUnavailable& e) {  // a profiler holds CUPTI, say: the rest stands
+        std::fprintf(stderr, "%s: no timeline: %s\n", argv[0], e.what());
+        return 0;
+      }
+      // Two calls under one tracer, and the second one drawn: in a call traced alone the first
+      // kernel started about 4.5 ms after the first copy on an H100, in two sweeps of two
+      // different trees, a delay no untraced call shows (the tracer's start, not the pipeline).
+      const auto call = [&] {
         streams::process(pinned_in.data(), pinned_out.data(), device_in.data(), device_out.data(), largest, work,
                          kTimelineStreams, kTimelineChunks);
-        return tracer->finish();
       };
-      // The first traced call pays for CUPTI's start (milliseconds before the first kernel, on an
-      // H100): the second one is what the figure shows.
-      if (traced_call()) {
-        if (const auto trace = traced_call()) print_timeline(*trace, info, options.implementation, largest, work);
-      }
+      call();
+      std::uint64_t second_call = 0;
+      cuptiGetTimestamp(&second_call);
+      call();
+      print_timeline(since(tracer->finish(), second_call), info, options.implementation, largest, work);
     }
     return 0;
   } catch (const std::exception& e) {
