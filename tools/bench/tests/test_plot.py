@@ -27,8 +27,8 @@ MATMUL_SAMPLE = HERE.parent / "samples" / "03_matmul_h200.csv"
 REDUCTION_SAMPLE = HERE.parent / "samples" / "04_reduction_h100.csv"
 REDUCTION_FIGURES = ("fraction_of_cub", "gbps_vs_n", "time_vs_n")
 # Lesson 05's samples, from one ./sweep 05 on an H100 (its CSV and its timeline).
-STREAMS_SAMPLE = HERE.parent / "samples" / "05_streams_h100.csv"
-STREAMS_TIMELINE_SAMPLE = HERE.parent / "samples" / "05_streams_timeline_h100.csv"
+STREAMS_SAMPLE = HERE.parent / "samples" / "05_streams_h200.csv"
+STREAMS_TIMELINE_SAMPLE = HERE.parent / "samples" / "05_streams_timeline_h200.csv"
 STREAMS_FIGURES = ("time_vs_chunks", "timeline")
 FIGURES = ("time_vs_n", "bandwidth_vs_block", "student_vs_reference", "kernel_vs_transfer")
 MAGIC = {"png": b"\x89PNG", "pdf": b"%PDF", "svg": b"<?xml"}
@@ -224,17 +224,17 @@ class PlotTest(unittest.TestCase):
 
 class StreamsPlotTest(unittest.TestCase):
     """Lesson 05: time against chunks between the overlap bound and the sequential time, and
-    the timeline of one traced call, from the samples of a GPU run. They come from an H100:
+    the timeline of one traced call, from the samples of a GPU run. They come from an H200:
         ./sweep 05 --tree grader/tests/students/plain
-        cp sweep-results/05_streams.csv tools/bench/samples/05_streams_h100.csv
-        cp sweep-results/05_streams_timeline.csv tools/bench/samples/05_streams_timeline_h100.csv
-    and these tests are skipped, saying so, until both are there."""
+        cp sweep-results/05_streams.csv tools/bench/samples/05_streams_h200.csv
+        cp sweep-results/05_streams_timeline.csv tools/bench/samples/05_streams_timeline_h200.csv
+    and these tests fail, saying so, when either is missing."""
 
     def setUp(self):
         missing = [p.name for p in (STREAMS_SAMPLE, STREAMS_TIMELINE_SAMPLE) if not p.exists()]
         if missing:
-            self.skipTest(f"no lesson 05 sample yet ({', '.join(missing)} in tools/bench/samples/): "
-                          "./sweep 05 on a GPU writes them (this class's docstring says how)")
+            self.fail(f"no lesson 05 sample ({', '.join(missing)} in tools/bench/samples/): "
+                      "./sweep 05 on a GPU writes them (this class's docstring says how)")
 
     def test_streams_figures_from_its_samples(self):
         with tempfile.TemporaryDirectory() as out:
