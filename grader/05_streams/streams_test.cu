@@ -552,10 +552,9 @@ TEST_CASE("Task 1: process time against the overlap bound max(copy in, kernel, c
     WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(device_in.data(), in.data(), n * kFloat, cudaMemcpyHostToDevice, s));
   });
   const int work = work_for(device_in.data(), device_out.data(), n, h2d_ms);
-  const double kernel_ms = stream_ms([&](cudaStream_t s) { streams::transform(device_in.data(), device_out.data(), n, work, s); });
-  const double d2h_ms = stream_ms([&](cudaStream_t s) {
-    WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(out.data(), device_out.data(), n * kFloat, cudaMemcpyDeviceToHost, s));
-  });
+  // The expected result, from the lesson's kernel and a copy back by the grader.
+  streams::transform(device_in.data(), device_out.data(), n, work, nullptr);
+  WORKBOOK_CUDA_CHECK(cudaMemcpy(out.data(), device_out.data(), n * kFloat, cudaMemcpyDeviceToHost));
   const std::vector<float> want = [&] {
     std::vector<float> y(n);
     std::memcpy(y.data(), out.data(), n * kFloat);
@@ -570,20 +569,44 @@ TEST_CASE("Task 1: process time against the overlap bound max(copy in, kernel, c
   if (const std::string facts = host_output_errors(out, want, "process on " + shape_text(shape)); !facts.empty()) {
     FAIL(facts << "A wrong result is not timed.");
   }
-  const workbook::TimingStats stats = host_time(run);
-  const double bound = std::max({h2d_ms, kernel_ms, d2h_ms}), sequential = h2d_ms + kernel_ms + d2h_ms;
+  // Copies over PCIe vary from moment to moment: with one measurement of each, one H100 run gave
+  // the reference 0.78 of the bound and the plain student 1.24, another 0.94 and 0.93. So five
+  // rounds, each timing the stages alone and then the pipeline, and the median round's figures.
+  struct Round {
+    double h2d, kernel, d2h, pipeline;
+    double bound() const { return std::max({h2d, kernel, d2h}); }
+    double fraction() const { return bound() / pipeline; }
+  };
+  std::vector<Round> rounds;
+  for (int r = 0; r < 5; ++r) {
+    Round round{};
+    round.h2d = stream_ms([&](cudaStream_t s) {
+      WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(device_in.data(), in.data(), n * kFloat, cudaMemcpyHostToDevice, s));
+    }, 3);
+    round.kernel = stream_ms([&](cudaStream_t s) { streams::transform(device_in.data(), device_out.data(), n, work, s); }, 3);
+    round.d2h = stream_ms([&](cudaStream_t s) {
+      WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(out.data(), device_out.data(), n * kFloat, cudaMemcpyDeviceToHost, s));
+    }, 3);
+    round.pipeline = host_time(run, 3).median_ms;
+    rounds.push_back(round);
+  }
+  std::sort(rounds.begin(), rounds.end(), [](const Round& a, const Round& b) { return a.fraction() < b.fraction(); });
+  const Round& median = rounds[rounds.size() / 2];
+  const double sequential = median.h2d + median.kernel + median.d2h;
   grader::record_metric("n", double(n));
   grader::record_metric("streams", shape.streams);
   grader::record_metric("chunks", shape.chunks);
   grader::record_metric("work", work);
-  grader::record_metric("h2d_ms", h2d_ms);
-  grader::record_metric("kernel_ms", kernel_ms);
-  grader::record_metric("d2h_ms", d2h_ms);
-  grader::record_metric("bound_ms", bound);
+  grader::record_metric("h2d_ms", median.h2d);
+  grader::record_metric("kernel_ms", median.kernel);
+  grader::record_metric("d2h_ms", median.d2h);
+  grader::record_metric("bound_ms", median.bound());
   grader::record_metric("sequential_ms", sequential);
-  grader::record_metric("median_ms", stats.median_ms);
-  grader::record_metric("speedup_over_sequential", sequential / stats.median_ms);
-  grader::record_metric("fraction_of_overlap_bound", bound / stats.median_ms);
+  grader::record_metric("median_ms", median.pipeline);
+  grader::record_metric("lowest_round_fraction", rounds.front().fraction());
+  grader::record_metric("highest_round_fraction", rounds.back().fraction());
+  grader::record_metric("speedup_over_sequential", sequential / median.pipeline);
+  grader::record_metric("fraction_of_overlap_bound", median.fraction());
 }
 
 // ============================ Task 2: compute_then_copy ============================
