@@ -29,7 +29,8 @@ void smooth(const float* in, float* out, std::size_t n, cudaStream_t stream);
 /// transformed and copied out on one of \p num_streams streams, so that copies of one chunk
 /// overlap the kernel of another. host_in and host_out are pinned (cudaMallocHost);
 /// device_in and device_out hold n floats each. Returns when host_out is complete, having
-/// waited only for its own streams. num_streams >= 1, num_chunks >= 1 (it may exceed n).
+/// waited only for its own streams. num_chunks may exceed n; num_streams < 1 or num_chunks < 1
+/// throws std::invalid_argument naming the bad value.
 void process(const float* host_in, float* host_out, float* device_in, float* device_out, std::size_t n, int work,
              int num_streams, int num_chunks);
 
@@ -46,8 +47,9 @@ void compute_then_copy(const float* device_in, float* device_out, float* host_ou
 
 /// Batch b is elements [offsets[b], offsets[b+1]) of device_in and device_out, b < num_batches
 /// (offsets is a host array of num_batches + 1 increasing values). For each batch:
-/// device_out = smooth(transform(device_in)) over the batch alone, through a temporary device
-/// buffer of the batch's size, allocated and freed in stream order on \p stream. Returns without
+/// device_out = smooth(transform(device_in)) over the batch alone, through temporary device
+/// memory (a buffer per batch, or one the size of the largest), allocated and freed in stream
+/// order on \p stream. Returns without
 /// waiting; nothing stays allocated once \p stream has finished.
 void transform_batches(const float* device_in, float* device_out, const std::size_t* offsets, int num_batches,
                        int work, cudaStream_t stream);
