@@ -26,6 +26,27 @@ class ProjectTest(unittest.TestCase):
         ci = (ROOT / ".ci" / "run").read_text().splitlines()
         self.assertIn(test_command, [line.strip() for line in ci])
 
+    def test_ci_installs_with_the_users_script_from_apts_own_mirror(self):
+        ci = (ROOT / ".ci" / "run").read_text()
+        self.assertRegex(ci, r"(?m)^tools/install_deps\.sh\b", ".ci/run must call the script README.md gives users")
+        for path in (ROOT / ".ci" / "run", ROOT / "tools" / "install_deps.sh"):
+            code = "\n".join(line.split("#")[0] for line in path.read_text().splitlines())
+            self.assertNotRegex(code, r"[a-z]+://", f"{path.name} must take the mirror from apt, not name a host")
+
+    def test_install_script_dry_run_knows_this_machine(self):
+        result = subprocess.run(["bash", str(ROOT / "tools" / "install_deps.sh"), "--dry-run"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        out = result.stdout.decode()
+        os_release = Path("/etc/os-release").read_text() if Path("/etc/os-release").exists() else ""
+        known = any(f"VERSION_CODENAME={c}" in os_release for c in ("bookworm", "trixie", "jammy", "noble"))
+        if not known:
+            self.assertEqual(result.returncode, 1, out)
+            self.assertIn("knows Debian", out)
+            return
+        self.assertEqual(result.returncode, 0, out)
+        self.assertIn("apt-get install", out)
+        self.assertIn("python3-matplotlib", out)
+
     def test_lesson_code_blocks_match_their_sources(self):
         result = subprocess.run([sys.executable, str(ROOT / "tools" / "snippets.py"), "--check"],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

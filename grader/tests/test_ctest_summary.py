@@ -1,0 +1,58 @@
+"""The last line of the test workflow (tools/ctest_summary.py): how many tests were skipped, why."""
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import ctest_summary  # noqa: E402
+
+CATCH2_SKIP = """PinnedBuffer is host memory
+/work/common/tests/gpu_test.cu:42: SKIPPED:
+explicitly with message:
+  the NVIDIA driver is missing or older than this CUDA runtime needs
+
+test cases: 1 | 1 skipped"""
+EXAMPLE_SKIP = "build/example_05: needs a GPU: the NVIDIA driver is missing or older than this CUDA runtime needs.\n"
+SWEEP_SKIP = ("sweep: nothing was timed. No GPU to run on: the NVIDIA driver is missing or older than this CUDA "
+              "runtime needs.\n\nskipped: no GPU\n")
+GRADE_SKIP = ("Compiled: 05_streams.\nNothing was graded. No GPU to run on: the NVIDIA driver is missing or older "
+              "than this CUDA runtime needs. The grader needs an NVIDIA GPU with its driver.\nskipped: no GPU\n")
+
+
+def junit(*cases):
+    body = []
+    for name, skipped, out in cases:
+        skip = '<skipped message="SKIP_RETURN_CODE=4"/>' if skipped else ""
+        status = "notrun" if skipped else "run"
+        body.append(f'<testcase name="{name}" status="{status}">{skip}<system-out><![CDATA[{out}]]></system-out>'
+                    "</testcase>")
+    return f'<testsuite tests="{len(cases)}">{"".join(body)}</testsuite>'
+
+
+class CtestSummaryTest(unittest.TestCase):
+    def test_gpu_skips_of_every_kind_become_one_line_with_their_reason(self):
+        text = ctest_summary.summarize(junit(("a", True, CATCH2_SKIP), ("b", True, EXAMPLE_SKIP),
+                                             ("c", True, GRADE_SKIP), ("e", True, SWEEP_SKIP),
+                                             ("d", False, "ok")))
+        self.assertEqual(len(text.splitlines()), 1)
+        self.assertIn("4 of 5 tests skipped because they need an NVIDIA GPU", text)
+        self.assertIn("the NVIDIA driver is missing or older than this CUDA runtime needs", text)
+        self.assertIn("the other 1 ran here", text)
+
+    def test_a_skip_for_another_reason_gets_a_line_of_its_own(self):
+        text = ctest_summary.summarize(junit(("a", True, EXAMPLE_SKIP), ("b", True, "nothing useful")))
+        lines = text.splitlines()
+        self.assertEqual(len(lines), 2)
+        self.assertIn("1 skipped: no reason printed (SKIP_RETURN_CODE=4)", lines[0])
+        self.assertIn("1 of 2 tests skipped because they need an NVIDIA GPU", lines[1])
+
+    def test_nothing_skipped_says_so(self):
+        self.assertIn("none of the 2 tests was skipped", ctest_summary.summarize(junit(("a", False, ""),
+                                                                                       ("b", False, ""))))
+
+    def test_no_report_says_nothing(self):
+        self.assertEqual(ctest_summary.main(["x", "/nonexistent/ctest-junit.xml"]), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
