@@ -12,11 +12,12 @@ import os
 import random
 import subprocess
 import sys
+import time
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import build, gpu_processes
+from . import build, gpu_processes, progress
 from .file_lock import LockError
 from .gpu_lock import GpuLock
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
@@ -42,6 +43,9 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
                "           ./grade --sanitize 01   run lesson 01 under compute-sanitizer\n"
                "           ./grade --tree solutions   the instructor's check of the reference solutions\n"
                "           ./grade --tree ~/submissions/alice   grade another tree laid out like exercises/\n"
+               "           ./grade --hint 03.2   the next hint for task 2 of lesson 03 (three per task, in tiers)\n"
+               "           ./grade --progress   which tasks passed when they were last graded\n"
+               "           ./grade --watch 03   grade lesson 03 again each time its exercise file is saved\n"
                "\n"
                "Reports go to grade-results/ for exercises/ and to grade-results/<tree name>/ for another tree (its\n"
                "folder's name and a hash of its path, such as alice_1a2b3c4d), unless --results says where.\n"
@@ -64,6 +68,14 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
     parser.add_argument("--results",
                         help="where results.json (Gradescope) and junit.xml go (default: below)")
     parser.add_argument("--list", action="store_true", help="list the lessons and tasks, then stop")
+    parser.add_argument("--hint", metavar="LESSON.TASK",
+                        help="show the next hint of one task (a nudge, then the concept, then close to the answer); "
+                             "the hints shown are remembered")
+    parser.add_argument("--progress", action="store_true",
+                        help="show each task's verdict at its last grading, and the hints seen, then stop")
+    parser.add_argument("--watch", action="store_true",
+                        help="after grading, grade again each time a graded lesson's exercise file is saved (Ctrl-C "
+                             "stops)")
     args = parser.parse_args(argv)
     if args.seed is not None and not 0 < args.seed < 2**32:
         parser.error("--seed must be between 1 and 4294967295")
@@ -229,9 +241,71 @@ def build_lessons(build_dir: Path, lessons: List[Lesson], tree: str, tree_dir: P
     return compile_failures
 
 
+def progress_file(root: Path, tree_dir: Path) -> Path:
+    """Where a tree's progress (verdicts, hints seen) is kept: beside its reports."""
+    return results_dir(root, build.tree_name(root, tree_dir)) / progress.FILE_NAME
+
+
+def show_hint(root: Path, tree_dir: Path, selector: str) -> int:
+    """./grade --hint 03.2: the task's next hint, remembered."""
+    try:
+        chosen = select_lessons(load_manifest(root / "lessons" / "manifest.json"), [selector])
+    except ManifestError as e:
+        print(f"grade: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    lesson = chosen[0]
+    if "." not in selector or len(lesson.tasks) != 1:
+        print(f"grade: --hint needs one task, as LESSON.TASK (for example {lesson.slug[:2]}.1); lesson "
+              f"{lesson.slug} has tasks {', '.join(str(t.id) for t in lesson.tasks)}.", file=sys.stderr)
+        return EXIT_USAGE
+    task = lesson.tasks[0]
+    state = progress.Progress(progress_file(root, tree_dir))
+    if state.problem:
+        print(state.problem)
+    if not task.hints:
+        print(f"Lesson {lesson.slug} task {task.id} has no hints; its lesson text is the help.")
+        return EXIT_OK
+    before = state.hints_seen.get(progress.task_key(lesson, task), 0)
+    number, text = state.next_hint(lesson, task)
+    print(f"{lesson.slug} · Task {task.id}: {task.title}")
+    for earlier in range(1, number):
+        print(f"  Hint {earlier} (seen): {task.hints[earlier - 1]}")
+    last = " (the last one)" if number == len(task.hints) else ""
+    again = ", again" if before >= number else ""
+    print(f"  Hint {number} of {len(task.hints)}{last}{again}: {text}")
+    if number < len(task.hints):
+        print(f"More: ./grade --hint {progress.task_key(lesson, task)}")
+    state.save()
+    return EXIT_OK
+
+
+def watch(argv: List[str], root: Path, lessons: List[Lesson], tree_dir: Path, poll_s: float = 1.0) -> int:
+    """Grades, then grades again whenever a graded lesson's exercise file changes."""
+    files = [tree_dir / lesson.slug / source for lesson in lessons for source in lesson.sources]
+    rest = [a for a in argv if a != "--watch"]
+
+    def stamps():
+        return [f.stat().st_mtime_ns if f.exists() else None for f in files]
+
+    try:
+        while True:
+            seen = stamps()
+            main(rest, root)
+            print(f"\nWatching {', '.join(os.path.relpath(f) for f in files)}: save to grade again, Ctrl-C to stop.",
+                  flush=True)
+            while stamps() == seen:
+                time.sleep(poll_s)
+            time.sleep(0.3)  # an editor may write a file in more than one step
+            print(f"\n{'=' * 30} a file changed: grading again {'=' * 30}\n", flush=True)
+    except KeyboardInterrupt:
+        print("\nStopped watching.")
+        return EXIT_OK
+
+
 def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
     root = Path(root or Path(__file__).resolve().parents[2])
-    args = parse_args(sys.argv[1:] if argv is None else argv, root)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv, root)
     try:
         lessons = select_lessons(load_manifest(root / "lessons" / "manifest.json"), args.lessons)
     except ManifestError as e:
@@ -246,6 +320,14 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
         print(f"grade: there is no directory {args.tree!r} to grade. Give --tree a directory laid out like "
               f"exercises/ (one folder per lesson, e.g. 01_vector_add/).", file=sys.stderr)
         return EXIT_USAGE
+    if args.hint:
+        return show_hint(root, tree_dir, args.hint)
+    if args.progress:
+        state = progress.Progress(progress_file(root, tree_dir))
+        print(progress.format_progress(lessons, state, os.path.relpath(tree_dir)))
+        return EXIT_OK
+    if args.watch:
+        return watch(argv, root, lessons, tree_dir)
 
     build_dir = Path(args.build_dir).resolve()
     # Configuring and building hold the build directory's lock (another ./grade may share it);
@@ -282,6 +364,19 @@ def cannot_grade(lesson: Lesson, tree_dir: Path, programs: Dict[str, str],
     return None
 
 
+def remember(root: Path, tree_dir: Path, run: GradeRun) -> List[str]:
+    """Records the run's verdicts in the tree's progress file; returns the hints its failed
+    tasks show. A progress file that cannot be written costs the hints, never the grading."""
+    try:
+        state = progress.Progress(progress_file(root, tree_dir))
+        state.record(run)
+        lines = progress.help_lines(run, state)
+        state.save()
+    except OSError as e:
+        return ["", f"(Progress not saved: {e})"]
+    return ([state.problem] if state.problem else []) + lines
+
+
 def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, programs, reference,
                     compile_failures) -> int:
     """Everything after the build: the device query, the grading, the reports."""
@@ -300,6 +395,7 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
         results = [cannot_grade(lesson, tree_dir, programs, compile_failures)
                    or lesson_not_gradable(lesson, SKIPPED, not_run.splitlines()[0], not_run) for lesson in lessons]
         run = GradeRun(tree=str(tree_dir), seed=args.seed or 0, device={}, lessons=results, sanitize=args.sanitize)
+        remember(root, tree_dir, run)
         paths = write_reports(run, args.results or results_dir(root, tree))
         print(f"Wrote {' and '.join(paths)}.")
         if not no_gpu:
@@ -317,6 +413,8 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
     run = GradeRun(tree=str(tree_dir), seed=seed, device=device, lessons=lesson_results, sanitize=args.sanitize)
     print()
     print(format_scoreboard(run))
+    for line in remember(root, tree_dir, run):
+        print(line)
     paths = write_reports(run, args.results or results_dir(root, tree))
     shown = [os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p for p in paths]
     print(f"\nWrote {' and '.join(shown)}. Reproduce this run: ./grade --seed {seed}"

@@ -186,10 +186,6 @@ def timeout_details(phase: PhaseResult) -> str:
     return facts
 
 
-def _hints(task: Task) -> str:
-    return "\n".join(f"Hint {i}: {h}" for i, h in enumerate(task.hints, 1))
-
-
 def _messages(phase: PhaseResult) -> List[str]:
     return [m for r in phase.records for m in r.get("messages", [])]
 
@@ -226,11 +222,10 @@ def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str) -> Compo
         findings = "\n".join(phase.sanitizer_findings[:15])
         return ComponentResult("correctness", FAILED, 0, points,
                                f"{phase.sanitizer_tool} found {phase.sanitizer_errors} error(s)",
-                               f"compute-sanitizer --tool {phase.sanitizer_tool}:\n{findings}\n{_hints(task)}")
+                               f"compute-sanitizer --tool {phase.sanitizer_tool}:\n{findings}")
     crash = _crash(phase, lesson_slug)
     if crash:
         crash.kind, crash.max_score = "correctness", points
-        crash.details += "\n" + _hints(task)
         return crash
     records = phase.records
     if not records:
@@ -256,7 +251,7 @@ def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str) -> Compo
             message += ("\n" + hint("launch-rejected", "a launch is rejected when its configuration is "
                                                       "impossible: more than 1024 threads per block, 0 blocks, or "
                                                       "too much shared memory."))
-        return ComponentResult("correctness", FAILED, 0, points, summary[:100], message + "\n" + _hints(task))
+        return ComponentResult("correctness", FAILED, 0, points, summary[:100], message)
     if all(o == "skipped" for o in outcomes):
         reason = "\n".join(_messages(phase))
         return ComponentResult("correctness", SKIPPED, 0, points, "skipped: " + reason.splitlines()[0], reason)
