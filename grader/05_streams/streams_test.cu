@@ -26,6 +26,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -423,14 +424,23 @@ TEST_CASE("Task 1: process rejects fewer than one stream or chunk", "[task_1]") 
   grader::require_gpu();
   Pipeline p({1000, 2, 3});
   for (const auto& [streams, chunks] : {std::pair{0, 4}, std::pair{4, 0}, std::pair{-1, 1}}) {
-    bool threw = false;
+    bool threw = false, threw_other = false;
+    std::string what;
     try {
       streams::process(p.in.data(), p.out.data(), p.device_in.data(), p.device_out.data(), p.shape.n, kCheckWork,
                        streams, chunks);
-    } catch (const std::exception&) {
+    } catch (const std::invalid_argument&) {
       threw = true;
+    } catch (const std::exception& e) {
+      threw_other = true;
+      what = e.what();
     }
     grader::synchronize("process with " + std::to_string(streams) + " streams and " + std::to_string(chunks) + " chunks");
+    if (threw_other) {
+      FAIL("process with num_streams = " << streams << " and num_chunks = " << chunks << " threw an exception, but "
+           "not a std::invalid_argument (what(): \"" << what << "\"). streams.hpp promises std::invalid_argument "
+           "for bad arguments, so a caller can tell them from a CUDA failure (std::runtime_error).");
+    }
     if (!threw) {
       FAIL("process with num_streams = " << streams << " and num_chunks = " << chunks << " returned as if all was well. "
            "Bad arguments get an exception that says what was wrong (std::invalid_argument), never a crash, a hang "
@@ -531,6 +541,28 @@ TEST_CASE("Task 1: process copies asynchronously on streams of its own, and wait
                          "out, so copies never overlap kernels. Spread the chunks over num_streams streams of your "
                          "own (chunk c on stream c % num_streams).")
          << seen);
+  }
+  if (kernel_streams(*trace).size() > std::size_t(shape.streams)) {
+    FAIL(intro << "its kernels ran on " << kernel_streams(*trace).size() << " streams, more than the "
+         << shape.streams << " it was given (num_streams)." << seen);
+  }
+  // The pipeline asked for: num_chunks chunks, one transform each, every element copied in once
+  // and out once. Fewer, bigger chunks also give the right result, but not the overlap the call
+  // was asked for (and the timing compares with that one).
+  std::size_t transforms = 0;
+  for (const auto& k : trace->program_kernels()) transforms += k.name.find("transform_kernel") != std::string::npos;
+  const std::size_t want = std::min(shape.n, std::size_t(shape.chunks));
+  if (transforms != want) {
+    FAIL(intro << "it launched transform " << transforms << " times for num_chunks = " << shape.chunks
+         << ": cut the data into num_chunks chunks (as many as there are elements, at most), one transform "
+            "each." << seen);
+  }
+  const std::size_t bytes = shape.n * kFloat;
+  const std::size_t in = trace->bytes_copied(grader::CopyDirection::HostToDevice);
+  const std::size_t out = trace->bytes_copied(grader::CopyDirection::DeviceToHost);
+  if (in != bytes || out != bytes) {
+    FAIL(intro << "it copied " << in << " bytes to the device and " << out << " back, for " << bytes
+         << " bytes of input: each element goes in once and comes back once." << seen);
   }
   if (trace->device_bytes_not_freed() > 0) {
     FAIL(intro << "it left " << trace->device_bytes_not_freed() << " bytes of device memory allocated." << seen);
