@@ -241,12 +241,12 @@ def build_lessons(build_dir: Path, lessons: List[Lesson], tree: str, tree_dir: P
     return compile_failures
 
 
-def progress_file(root: Path, tree_dir: Path) -> Path:
+def progress_file(root: Path, tree_dir: Path, results: Optional[str] = None) -> Path:
     """Where a tree's progress (verdicts, hints seen) is kept: beside its reports."""
-    return results_dir(root, build.tree_name(root, tree_dir)) / progress.FILE_NAME
+    return Path(results or results_dir(root, build.tree_name(root, tree_dir))) / progress.FILE_NAME
 
 
-def show_hint(root: Path, tree_dir: Path, selector: str) -> int:
+def show_hint(root: Path, tree_dir: Path, selector: str, results: Optional[str] = None) -> int:
     """./grade --hint 03.2: the task's next hint, remembered."""
     try:
         chosen = select_lessons(load_manifest(root / "lessons" / "manifest.json"), [selector])
@@ -259,7 +259,7 @@ def show_hint(root: Path, tree_dir: Path, selector: str) -> int:
               f"{lesson.slug} has tasks {', '.join(str(t.id) for t in lesson.tasks)}.", file=sys.stderr)
         return EXIT_USAGE
     task = lesson.tasks[0]
-    state = progress.Progress(progress_file(root, tree_dir))
+    state = progress.Progress(progress_file(root, tree_dir, results))
     if state.problem:
         print(state.problem)
     if not task.hints:
@@ -321,9 +321,9 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
               f"exercises/ (one folder per lesson, e.g. 01_vector_add/).", file=sys.stderr)
         return EXIT_USAGE
     if args.hint:
-        return show_hint(root, tree_dir, args.hint)
+        return show_hint(root, tree_dir, args.hint, args.results)
     if args.progress:
-        state = progress.Progress(progress_file(root, tree_dir))
+        state = progress.Progress(progress_file(root, tree_dir, args.results))
         print(progress.format_progress(lessons, state, os.path.relpath(tree_dir)))
         return EXIT_OK
     if args.watch:
@@ -364,11 +364,11 @@ def cannot_grade(lesson: Lesson, tree_dir: Path, programs: Dict[str, str],
     return None
 
 
-def remember(root: Path, tree_dir: Path, run: GradeRun) -> List[str]:
+def remember(root: Path, tree_dir: Path, run: GradeRun, results: Optional[str] = None) -> List[str]:
     """Records the run's verdicts in the tree's progress file; returns the hints its failed
     tasks show. A progress file that cannot be written costs the hints, never the grading."""
     try:
-        state = progress.Progress(progress_file(root, tree_dir))
+        state = progress.Progress(progress_file(root, tree_dir, results))
         state.record(run)
         lines = progress.help_lines(run, state)
         state.save()
@@ -395,7 +395,7 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
         results = [cannot_grade(lesson, tree_dir, programs, compile_failures)
                    or lesson_not_gradable(lesson, SKIPPED, not_run.splitlines()[0], not_run) for lesson in lessons]
         run = GradeRun(tree=str(tree_dir), seed=args.seed or 0, device={}, lessons=results, sanitize=args.sanitize)
-        remember(root, tree_dir, run)
+        remember(root, tree_dir, run, args.results)
         paths = write_reports(run, args.results or results_dir(root, tree))
         print(f"Wrote {' and '.join(paths)}.")
         if not no_gpu:
@@ -413,7 +413,7 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
     run = GradeRun(tree=str(tree_dir), seed=seed, device=device, lessons=lesson_results, sanitize=args.sanitize)
     print()
     print(format_scoreboard(run))
-    for line in remember(root, tree_dir, run):
+    for line in remember(root, tree_dir, run, args.results):
         print(line)
     paths = write_reports(run, args.results or results_dir(root, tree))
     shown = [os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p for p in paths]
