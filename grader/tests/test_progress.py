@@ -184,6 +184,35 @@ class CommandLineTest(unittest.TestCase):
         self.assertIn("01.1  not graded yet", text)
 
 
+class WatchTest(unittest.TestCase):
+    def test_a_saved_file_grades_again_and_ctrl_c_stops(self):
+        root = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, root)
+        source = root / "exercises" / "01_vector_add" / "vector_add.cu"
+        source.parent.mkdir(parents=True)
+        source.write_text("v1")
+        calls = []
+
+        def fake_main(argv, root_):
+            calls.append(list(argv))
+            if len(calls) == 1:
+                source.write_text("v2, longer")  # saved while the first grading ran
+                return 1
+            raise KeyboardInterrupt
+
+        real = cli.main
+        cli.main = fake_main
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                code = cli.watch(["--watch", "01"], root, [tiered()], root / "exercises", poll_s=0.01)
+        finally:
+            cli.main = real
+        self.assertEqual(code, cli.EXIT_OK)
+        self.assertEqual(calls, [["01"], ["01"]])  # graded twice, without --watch
+        self.assertIn("grading again", out.getvalue())
+        self.assertIn("Stopped watching", out.getvalue())
+
+
 class ManifestTiersTest(unittest.TestCase):
     def test_every_task_of_the_workbook_has_three_tiers(self):
         for lesson in cli.load_manifest(ROOT / "lessons" / "manifest.json"):
