@@ -46,7 +46,19 @@ _CRASH_ERRORS = {
 _CUDA_ERROR = re.compile(r"\b(cudaError[A-Za-z]+)\b")
 
 METRIC_LABELS = {"fraction_of_copy_bandwidth": "of the measured copy bandwidth",
-                 "fraction_of_cublas": "of cuBLAS FP32", "fraction_of_cub": "of CUB"}
+                 "fraction_of_cublas": "of cuBLAS FP32", "fraction_of_cub": "of CUB",
+                 "fraction_of_overlap_bound": "of the overlap bound max(copy in, kernel, copy out)",
+                 "speedup_over_cudamalloc": "as fast as cudaMalloc and cudaFree per batch",
+                 "speedup_over_pageable_sequential": "as fast as the sequential pageable version"}
+
+
+def format_metric(metric: str, value: float) -> str:
+    """A fraction as a percentage (87%), a speedup as a factor (10.3x)."""
+    return f"{value:.1f}x" if metric.startswith("speedup") else f"{value:.0%}"
+
+
+def _format_precise(metric: str, value: float) -> str:
+    return f"{value:.2f}x" if metric.startswith("speedup") else f"{value:.1%}"
 
 # What to look at when a kernel is below its threshold, by metric. A checklist, not a hint:
 # the figure alone proves no cause, so it is labelled as such ("Hint [id]" is for causes the
@@ -282,9 +294,11 @@ def _better_of_two(task: Task, first: Tuple[Optional[PhaseResult], Optional[Phas
     if one is None:  # nothing to compare with (no recheck is asked for then)
         return first[0], first[1], ""
     note = f"\nMeasured twice, since the first was within {1 - NEAR_THRESHOLD:.0%} of the threshold: "
+    metric = task.perf_metric or ""
     if two is None:
-        return first[0], first[1], note + f"{one:.1%}, then no figure (the second run failed); the first counts."
-    note += f"{one:.1%} then {two:.1%}; the better one counts."
+        return first[0], first[1], note + (f"{_format_precise(metric, one)}, then no figure (the second run failed); "
+                                           "the first counts.")
+    note += f"{_format_precise(metric, one)} then {_format_precise(metric, two)}; the better one counts."
     return (second[0], second[1], note) if two > one else (first[0], first[1], note)
 
 
@@ -318,7 +332,7 @@ def judge_performance(task: Task, correctness: ComponentResult, phase: Optional[
     value = metrics[task.perf_metric]
     threshold = task.perf_threshold or 0.0
     label = METRIC_LABELS.get(task.perf_metric, task.perf_metric)
-    summary = f"{value:.0%} {label}"
+    summary = f"{format_metric(task.perf_metric, value)} {label}"
     rate = next((key for key in _RATES if key in metrics), None)
     if rate:
         summary += f" ({metrics[rate]:.0f} {_RATES[rate]})"
@@ -326,7 +340,7 @@ def judge_performance(task: Task, correctness: ComponentResult, phase: Optional[
     if rate and ref_metrics.get(rate):
         metrics["fraction_of_reference"] = metrics[rate] / ref_metrics[rate]
         summary += f", {metrics['fraction_of_reference']:.0%} of the reference"
-    details = f"threshold: {threshold:.0%} {label}" + measured_twice
+    details = f"threshold: {format_metric(task.perf_metric, threshold)} {label}" + measured_twice
     if measured_twice:
         metrics["measurements"] = 2
     if value >= threshold:
@@ -334,7 +348,7 @@ def judge_performance(task: Task, correctness: ComponentResult, phase: Optional[
     checklist = METRIC_CHECKLIST.get(task.perf_metric)
     if checklist:
         details += "\nThings to check (the figure alone does not say which): " + checklist
-    return ComponentResult("performance", FAILED, 0, points, summary + f", below the {threshold:.0%} threshold",
+    return ComponentResult("performance", FAILED, 0, points, summary + f", below the {format_metric(task.perf_metric, threshold)} threshold",
                            details, metrics)
 
 

@@ -154,6 +154,20 @@ class PerformanceTest(unittest.TestCase):
         self.assertIsNone(judge_performance(host_task, self.correct, None, "01"))
 
 
+class SpeedupTest(unittest.TestCase):
+    def test_a_speedup_reads_as_a_factor_not_a_percentage(self):
+        from driver.manifest import Task
+        task = Task(3, "batches", 3, 2, "speedup_over_cudamalloc", 3.0)
+        correct = scoring.ComponentResult("correctness", scoring.PASSED, 3, 3, "correct")
+        r = judge_performance(task, correct, phase(("passed", [], {"speedup_over_cudamalloc": 10.31})), "05")
+        self.assertEqual(r.status, scoring.PASSED)
+        self.assertIn("10.3x as fast as cudaMalloc and cudaFree per batch", r.summary)
+        self.assertIn("threshold: 3.0x", r.details)
+        r = judge_performance(task, correct, phase(("passed", [], {"speedup_over_cudamalloc": 1.5})), "05")
+        self.assertIn("below the 3.0x threshold", r.summary)
+        self.assertNotIn("%", r.summary)
+
+
 class GflopsTest(unittest.TestCase):
     """Compute-bound lessons report GFLOP/s and compare them with the reference's."""
 
