@@ -22,12 +22,12 @@ namespace streams {
 void process(const float* host_in, float* host_out, float* device_in, float* device_out, std::size_t n, int work,
              int num_streams, int num_chunks) {
   // TODO(task 1): host_out = transform(host_in) through the GPU, cut into num_chunks chunks spread
-  // over num_streams streams of your own, so that one chunk's copies overlap another chunk's
-  // kernel. Any n, num_streams and num_chunks >= 1 (more chunks than elements too); every element
-  // exactly once; fewer than one stream or chunk is reported as std::invalid_argument. Return once host_out is complete, having waited for your own streams only: the
-  // caller may have work of its own running on the GPU. The grader times it against the bound
-  // max(copy in, kernel, copy out). Lesson sections: "Streams", "Copy engines and the overlap
-  // bound", "Task 1".
+  // over num_streams streams of your own, so that one chunk's copies overlap another chunk's kernel.
+  // Any n, num_streams and num_chunks >= 1 (more chunks than elements too); every element exactly
+  // once; fewer than one stream or chunk is reported as std::invalid_argument. Return once host_out
+  // is complete, having waited for your own streams only: the caller may have work of its own running
+  // on the GPU. The grader times it against the bound max(copy in, kernel, copy out). Lesson sections:
+  // "Streams", "Copy engines and the overlap bound", "Task 1".
   (void)host_in, (void)host_out, (void)device_in, (void)device_out, (void)n, (void)work, (void)num_streams,
       (void)num_chunks;
 }
