@@ -63,13 +63,18 @@ def register_tree(build_dir: Path, name: str, tree_dir: Path) -> bool:
     """Adds the tree to the build directory's registry; returns whether the registry changed
     (then CMake must configure again). Trees whose directory is gone are dropped, so the
     registry of a build that grades a whole class does not only grow. Call under the build lock."""
+    return register_trees(build_dir, {name: tree_dir})
+
+
+def register_trees(build_dir: Path, new_trees: Dict[str, Path]) -> bool:
+    """register_tree for several trees at once (a class: one configure for all of them)."""
     path = Path(build_dir) / REGISTRY
     try:
         trees = json.loads(path.read_text())
     except (OSError, ValueError):
         trees = {}
     wanted = {n: d for n, d in trees.items() if Path(d).is_dir()}
-    wanted[name] = str(Path(tree_dir).resolve())
+    wanted.update({name: str(Path(tree_dir).resolve()) for name, tree_dir in new_trees.items()})
     if wanted == trees:
         return False
     Path(build_dir).mkdir(parents=True, exist_ok=True)
@@ -197,6 +202,11 @@ def prepare(root: Path, build_dir: Path, tree_dir: Path, no_build: bool) -> Tupl
         if not ok:
             raise BuildError("the helper library does not compile:\n" + first_errors(log))
     return index, name
+
+
+def error_log_path(build_dir: Path, tree: str, slug: str) -> Path:
+    """Where a class build keeps the compiler's first errors of a lesson that did not compile."""
+    return Path(build_dir) / "workbook_build_errors" / tree / f"{slug}.log"
 
 
 def grader_target(slug: str, tree: str) -> str:

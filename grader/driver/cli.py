@@ -241,6 +241,23 @@ def build_lessons(build_dir: Path, lessons: List[Lesson], tree: str, tree_dir: P
     return compile_failures
 
 
+def unbuilt_lessons(build_dir: Path, lessons: List[Lesson], tree: str, programs: Dict[str, str],
+                    reference: Optional[Dict[str, str]]) -> Dict[str, str]:
+    """With --no-build (./grade-class built every submission first): a lesson whose program is
+    not there did not compile. The compiler's errors are in the log the class build saved
+    (build.error_log_path), when it did. A reference that was not built is dropped."""
+    failures: Dict[str, str] = {}
+    for lesson in lessons:
+        if lesson.slug in programs and not Path(programs[lesson.slug]).is_file():
+            log = build.error_log_path(build_dir, tree, lesson.slug)
+            failures[lesson.slug] = (log.read_text(errors="replace") if log.is_file() else
+                                     f"{programs[lesson.slug]} was not built; build it, or run ./grade without "
+                                     "--no-build to see the compiler's errors.")
+        if reference and lesson.slug in reference and not Path(reference[lesson.slug]).is_file():
+            reference.pop(lesson.slug)
+    return failures
+
+
 def progress_file(root: Path, tree_dir: Path, results: Optional[str] = None) -> Path:
     """Where a tree's progress (verdicts, hints seen) is kept: beside its reports."""
     return Path(results or results_dir(root, build.tree_name(root, tree_dir))) / progress.FILE_NAME
@@ -337,8 +354,8 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
             index, tree = build.prepare(root, build_dir, tree_dir, args.no_build)
             programs = build.programs(index, tree)
             reference = build.programs(index, "solutions") if tree != "solutions" else None
-            compile_failures = {} if args.no_build else build_lessons(build_dir, lessons, tree, tree_dir, programs,
-                                                                      reference)
+            compile_failures = (unbuilt_lessons(build_dir, lessons, tree, programs, reference) if args.no_build
+                                else build_lessons(build_dir, lessons, tree, tree_dir, programs, reference))
     except build.BuildError as e:
         print(f"grade: {e}", file=sys.stderr)
         return EXIT_BUILD

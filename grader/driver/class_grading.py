@@ -1,0 +1,761 @@
+"""./grade-class: grade a whole class with one command, on one GPU machine or a Slurm cluster.
+
+    ./grade-class SUBMISSIONS [LESSON ...] [--out DIR]
+
+1. Intake (submissions.py): each submission's lesson files, and only those, are copied into a
+   tree of its own under OUT/work/; its feedback folder lists what was taken and ignored.
+2. Build: every tree is registered in one build directory, configured once and built in one
+   parallel run of the build tool over all cores (`-k 0`: one student's compile error stops no
+   one else); the compiler's errors of each lesson that does not compile are kept for its report.
+3. Grade: one ./grade per submission (--no-build, one seed for the class), one at a time per
+   GPU and on every GPU at once; the per-GPU lock (gpu_lock.py) keeps timed phases alone. A
+   submission that crashes, hangs or does not compile costs only itself; a grading that does
+   not finish in its time is stopped and reported.
+4. Reports: OUT/feedback/<student>/ (scoreboard.txt, results.json, junit.xml, files.txt,
+   grade.json), OUT/gradebook.csv, OUT/summary.txt and OUT/score_distribution.png.
+
+Re-running skips the submissions already graded with the same files, seed and lessons
+(--regrade NAME or --regrade-all grade them again). --slurm runs step 3 as a Slurm job array,
+one shard of submissions and one GPU per array task, and a last job merges the shards."""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import io
+import json
+import os
+import queue
+import random
+import re
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from . import build
+from .manifest import Lesson, ManifestError, load_manifest, select_lessons
+from .reports import write_reports
+from .scoring import COMPILE_ERROR, MISSING, GradeRun, lesson_not_gradable
+from .submissions import Intake, Submission, SubmissionError, find_submissions, take_files, unpack
+
+EXIT_OK, EXIT_USAGE, EXIT_BUILD, EXIT_SOME_NOT_GRADED = 0, 2, 4, 6
+GRADED, EMPTY, UNREADABLE, NO_GPU, GRADER_ERROR, NOT_GRADED = (
+    "graded", "empty", "unreadable", "no_gpu", "grader_error", "not_graded")
+FINAL = {GRADED, EMPTY, UNREADABLE}  # statuses a re-run keeps; the others are tried again
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="./grade-class",
+        description="Grade a whole class: every submission in a folder, with one seed, into a gradebook, a feedback "
+                    "folder per student and a class summary. Only the files students are meant to edit (each "
+                    "lesson's sources in lessons/manifest.json) are taken from a submission and compiled into this "
+                    "copy of the workbook.",
+        epilog="A submission is a folder laid out like exercises/ (or a whole workbook checkout, or a git checkout),\n"
+               "or a .zip or .tar.gz of one, named after the student (alice/, bob.zip, carol.tar.gz).\n\n"
+               "examples:\n"
+               "  ./grade-class ~/hw1                     grade every lesson, reports in ./hw1-grades/\n"
+               "  ./grade-class ~/hw1 01 02 --out ~/hw1-grades   lessons 01 and 02 only\n"
+               "  ./grade-class ~/hw1                     again: grades only new or changed submissions\n"
+               "  ./grade-class ~/hw1 --regrade alice bob grade these two again\n"
+               "  ./grade-class ~/hw1 --slurm --slurm-option=--partition=gpu   a Slurm job array, then a merge job\n"
+               "  ./grade-class ~/hw1 --merge             rebuild gradebook and summary from the feedback folders\n\n"
+               "Exit status: 0 every submission graded; 2 bad arguments; 4 the build could not be set up;\n"
+               "6 some submissions could not be graded (no GPU, or the grader failed): see the gradebook's status.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("submissions", help="folder of submissions, one folder or archive per student")
+    parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lessons to grade (default: all)")
+    parser.add_argument("--out", help="output folder (default: <SUBMISSIONS>-grades in the current directory)")
+    parser.add_argument("--seed", type=int, help="seed of every random input (default: the class's recorded one, "
+                                                 "else a fresh one, recorded in OUT/class.json)")
+    parser.add_argument("--regrade", nargs="+", metavar="NAME", default=[], help="grade these submissions again")
+    parser.add_argument("--regrade-all", action="store_true", help="grade every submission again")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="parallel compile jobs (default: all "
+                                                                             "cores)")
+    parser.add_argument("--gpus", help="comma-separated GPU indices to grade on (default: CUDA_VISIBLE_DEVICES, "
+                                       "else every GPU nvidia-smi lists)")
+    parser.add_argument("--no-timing", action="store_true", help="correctness only (performance scores nothing)")
+    parser.add_argument("--timeout", type=float, help="seconds each task may run (default: the lesson's)")
+    parser.add_argument("--build-dir", help="build directory (default: OUT/build)")
+    parser.add_argument("--merge", action="store_true",
+                        help="only write the gradebook and summary from the feedback folders (after --slurm)")
+    parser.add_argument("--shard", help=argparse.SUPPRESS)  # I/N: what one Slurm array task grades
+    parser.add_argument("--prebuilt", action="store_true", help=argparse.SUPPRESS)  # shards: the build is shared
+    slurm = parser.add_argument_group("Slurm")
+    slurm.add_argument("--slurm", action="store_true", help="grade as a Slurm job array, one GPU per array task, "
+                                                           "then merge the shards in a job that depends on it")
+    slurm.add_argument("--shards", type=int, help="array tasks (default: one per 4 submissions, at most 32)")
+    slurm.add_argument("--slurm-build", choices=("shared", "per-task"), default="shared",
+                       help="shared: build here once, in OUT/build, which every node must see (default); per-task: "
+                            "each array task builds its own shard in node-local temporary space")
+    slurm.add_argument("--slurm-gpus", type=int, default=1, help="GPUs per array task (--gres=gpu:N); 0 asks for "
+                                                                "none (a cluster without GPUs: tasks report no GPU)")
+    slurm.add_argument("--slurm-option", action="append", default=[], metavar="OPTION",
+                       help="an sbatch option for every job, e.g. --slurm-option=--partition=gpu (repeatable)")
+    slurm.add_argument("--wait", action="store_true", help="with --slurm: wait for the merge job and print the summary")
+    args = parser.parse_args(argv)
+    if args.seed is not None and not 0 < args.seed < 2**31:
+        parser.error("--seed must be between 1 and 2147483647")
+    if args.shard and not re.fullmatch(r"\d+/\d+", args.shard):
+        parser.error("--shard is I/N")
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    return args
+
+
+# ---------------------------------------------------------------------------------------------
+# The class's record and each student's result
+
+
+@dataclass
+class Paths:
+    out: Path
+
+    @property
+    def record(self) -> Path:
+        return self.out / "class.json"
+
+    def work(self, name: str) -> Path:
+        return self.out / "work" / name
+
+    def tree(self, name: str) -> Path:
+        return self.out / "work" / "trees" / name  # its folder name names its grader programs
+
+    def feedback(self, name: str) -> Path:
+        return self.out / "feedback" / name
+
+    def result(self, name: str) -> Path:
+        return self.feedback(name) / "grade.json"
+
+
+def write_json(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(data, indent=2) + "\n")
+    part.replace(path)  # a reader (or a resumed run) never sees half a file
+
+
+def read_json(path: Path) -> Optional[dict]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def workbook_commit(root: Path) -> str:
+    try:
+        return subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, timeout=10).stdout.decode().strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def task_key(lesson: Lesson, task) -> str:
+    return f"{lesson.slug[:2]}.{task.id}"
+
+
+def points_from_results(results: dict, lessons: List[Lesson]) -> Tuple[Dict[str, float], List[str]]:
+    """Per-task points (correctness + performance) from a results.json, and the lessons' problems
+    worth a word in the gradebook (compile errors, tampering)."""
+    points: Dict[str, float] = {}
+    notes: List[str] = []
+    by_slug = {lesson.slug: lesson for lesson in lessons}
+    for test in results.get("tests", []):
+        tags = test.get("tags", [])
+        if len(tags) < 2 or tags[0] not in by_slug or not tags[1].startswith("task_"):
+            continue
+        key = f"{tags[0][:2]}.{tags[1][5:]}"
+        points[key] = points.get(key, 0.0) + float(test.get("score", 0))
+        status = test.get("extra_data", {}).get("status")
+        if status == COMPILE_ERROR and f"{tags[0]} does not compile" not in notes:
+            notes.append(f"{tags[0]} does not compile")
+        if status == "tampered" and f"{key}: report tampered" not in notes:
+            notes.append(f"{key}: report tampered")
+    return points, notes
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress bar
+
+
+class ProgressBar:
+    """`[#####.....] 7/24 graded · 2 GPUs · ETA 3m10s` on a terminal; a line per step elsewhere."""
+
+    def __init__(self, total: int, what: str, stream=sys.stdout):
+        self.total, self.what, self.stream = max(total, 1), what, stream
+        self.done, self.start = 0, time.monotonic()
+        self.tty = stream.isatty()
+        self.lock = threading.Lock()
+
+    def eta(self) -> str:
+        if self.done == 0:
+            return "ETA --"
+        left = (time.monotonic() - self.start) / self.done * (self.total - self.done)
+        return "ETA " + (f"{int(left // 60)}m{int(left % 60):02d}s" if left >= 60 else f"{int(left)}s")
+
+    def step(self, line: str = "", count: int = 1, done: Optional[int] = None) -> None:
+        with self.lock:
+            self.done = done if done is not None else self.done + count
+            filled = int(30 * self.done / self.total)
+            bar = f"[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {self.what} · {self.eta()}"
+            if self.tty:
+                if line:
+                    self.stream.write("\r\033[K" + line + "\n")
+                self.stream.write("\r\033[K" + bar)
+                if self.done >= self.total:
+                    self.stream.write("\n")
+            elif line:
+                self.stream.write(f"[{self.done:>{len(str(self.total))}}/{self.total}, {self.eta()}] {line}\n")
+            self.stream.flush()
+
+
+# ---------------------------------------------------------------------------------------------
+# Intake
+
+
+def intake_one(sub: Submission, lessons: List[Lesson], paths: Paths) -> dict:
+    """Unpacks a submission and takes its lesson files; returns its intake record (also in
+    work/<name>/intake.json, and as files.txt in its feedback folder)."""
+    record = {"name": sub.name, "source": str(sub.path), "kind": sub.kind}
+    try:
+        folder = unpack(sub, paths.work(sub.name) / "unpacked")
+        intake = take_files(folder, lessons, paths.tree(sub.name))
+        record.update(taken=intake.taken, missing=intake.missing, refused=intake.refused, ignored=intake.ignored,
+                      digest=intake.digest, description=intake.describe(), commit=intake.commit)
+        if not intake.taken:
+            record["problem"] = ("no lesson file in the submission: expected " +
+                                 ", ".join(f"{l.slug}/{s}" for l in lessons for s in l.sources) +
+                                 (", in a folder laid out like exercises/" if not intake.tree_root else ""))
+    except SubmissionError as e:
+        record.update(taken=[], digest="", unreadable=str(e), description=f"The submission could not be read: {e}")
+    except OSError as e:
+        record.update(taken=[], digest="", unreadable=f"{type(e).__name__}: {e}",
+                      description=f"The submission could not be read: {e}")
+    write_json(paths.work(sub.name) / "intake.json", record)
+    feedback = paths.feedback(sub.name)
+    feedback.mkdir(parents=True, exist_ok=True)
+    (feedback / "files.txt").write_text(f"Submission: {sub.path.name} ({sub.kind})\n{record['description']}\n")
+    return record
+
+
+# ---------------------------------------------------------------------------------------------
+# Build
+
+
+def build_class(root: Path, build_dir: Path, trees: Dict[str, Path], lessons: List[Lesson], jobs: int,
+                changed: Optional[set] = None) -> None:
+    """Configures once for every tree and builds every grader program in one parallel run of the
+    build tool that keeps going past errors; saves each failing lesson's compiler errors. The
+    programs of `changed` trees (None: all) are deleted first: a resubmission that no longer
+    compiles must not leave its old program behind to be graded."""
+    slugs = {lesson.slug for lesson in lessons}
+    with build.locked(build_dir, "class"):
+        registered = build.register_trees(build_dir, trees)
+        index = build.load_index(build_dir)
+        if registered or index is None or any(name not in index.get("trees", {}) for name in trees):
+            print(f"Configuring the build in {build_dir} for {len(trees)} submissions ...", flush=True)
+            index = build.configure(root, build_dir)
+        wanted: List[Tuple[str, str, str]] = []  # (tree, slug, program)
+        for name in sorted(trees):
+            for slug, program in build.programs(index, name).items():
+                if slug in slugs:
+                    wanted.append((name, slug, program))
+        for name, slug, program in wanted:
+            if changed is None or name in changed:
+                Path(program).unlink(missing_ok=True)
+            build.error_log_path(build_dir, name, slug).unlink(missing_ok=True)
+        targets = ["workbook_device_info"] + [build.grader_target(slug, "solutions")
+                                              for slug in build.programs(index, "solutions") if slug in slugs]
+        targets += [build.grader_target(slug, name) for name, slug, _ in wanted]
+        run_build_tool(build_dir, targets, jobs)
+        if not Path(index["device_info"]).is_file():
+            ok, log = build.build_target(build_dir, "workbook_device_info")
+            if not ok:
+                raise build.BuildError("the helper library does not compile:\n" + build.first_errors(log))
+        failed = [(name, slug) for name, slug, program in wanted if not Path(program).is_file()]
+        for i, (name, slug) in enumerate(failed):
+            print(f"  collecting the compiler's errors: {name} {slug} ({i + 1}/{len(failed)})", flush=True)
+            _, log = build.build_target(build_dir, build.grader_target(slug, name))
+            path = build.error_log_path(build_dir, name, slug)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(build.first_errors(log) + "\n")
+
+
+_NINJA_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
+_MAKE_PROGRESS = re.compile(r"^\[\s*(\d+)%\]")
+
+
+def run_build_tool(build_dir: Path, targets: List[str], jobs: int) -> None:
+    cache = (build_dir / "CMakeCache.txt").read_text(errors="replace")
+    keep_going = ["-k", "0"] if "CMAKE_GENERATOR:INTERNAL=Ninja" in cache else ["-k"]
+    command = ["cmake", "--build", str(build_dir), "--parallel", str(jobs), "--target", *targets, "--", *keep_going]
+    print(f"Building {len(targets)} programs with {jobs} parallel jobs ...", flush=True)
+    bar = ProgressBar(100, "% built")
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    last = -1
+    for raw in process.stdout:
+        line = raw.decode(errors="replace")
+        m = _NINJA_PROGRESS.match(line)
+        percent = int(100 * int(m.group(1)) / max(int(m.group(2)), 1)) if m else None
+        m = _MAKE_PROGRESS.match(line) if percent is None else None
+        percent = int(m.group(1)) if m else percent
+        if percent is not None and percent != last and (bar.tty or percent // 10 != last // 10):
+            last = percent
+            bar.step("" if bar.tty else f"build {percent}% done", done=percent)
+    process.wait()
+    if last < 100:
+        bar.step(done=100)
+
+
+# ---------------------------------------------------------------------------------------------
+# Grading
+
+
+def available_gpus(given: Optional[str]) -> List[Optional[str]]:
+    """The GPUs to grade on, as CUDA_VISIBLE_DEVICES values; [None] when none is known (then
+    every grading reports that no GPU was found, and the gradebook says so)."""
+    if given:
+        return [g.strip() for g in given.split(",") if g.strip()]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        entries = [g.strip() for g in visible.split(",") if g.strip() and g.strip() != "-1"]
+        return entries or [None]
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
+        count = sum(1 for line in listed.stdout.decode().splitlines() if line.startswith("GPU "))
+    except (OSError, subprocess.TimeoutExpired):
+        count = 0
+    return [str(i) for i in range(count)] or [None]
+
+
+def time_limit(lessons: List[Lesson], timeout: Optional[float]) -> float:
+    """A whole grading's limit: each task's phases (correctness, performance, the reference's and a
+    second measurement near the threshold) at their limit, and room for the device query."""
+    return 300 + sum(3 * (timeout or lesson.timeout_s) * len(lesson.tasks) for lesson in lessons)
+
+
+def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir: Path, seed: int,
+              lessons: List[Lesson], gpu: Optional[str]) -> Tuple[int, str, float]:
+    """Runs ./grade on one submission's tree; returns its exit status (or None when stopped at the
+    limit), its output and seconds taken."""
+    command = [sys.executable, str(root / "grade"), "--tree", str(tree), "--results", str(feedback), "--seed",
+               str(seed), "--build-dir", str(build_dir), "--no-build", *[lesson.slug for lesson in lessons]]
+    if args.no_timing:
+        command.append("--no-timing")
+    if args.timeout:
+        command += ["--timeout", str(args.timeout)]
+    env = dict(os.environ)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    limit = time_limit(lessons, args.timeout)
+    start = time.monotonic()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                               start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=limit)
+        code = process.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        code = None
+    text = output.decode(errors="replace")
+    if code is None:
+        text += f"\n\ngrade-class: the grading did not finish within {limit:.0f} s and was stopped.\n"
+    return code, text, time.monotonic() - start
+
+
+def not_gradable_result(name: str, intake: dict, lessons: List[Lesson], seed: int, paths: Paths) -> dict:
+    """The reports of a submission that cannot be graded at all (unreadable, empty)."""
+    why = intake.get("unreadable") or intake.get("problem") or "nothing to grade"
+    results = [lesson_not_gradable(lesson, MISSING, "not in the submission", why) for lesson in lessons]
+    run = GradeRun(tree=intake["source"], seed=seed, device={}, lessons=results)
+    write_reports(run, paths.feedback(name))
+    (paths.feedback(name) / "scoreboard.txt").write_text(f"{name}: {why}\n")
+    return {"status": UNREADABLE if intake.get("unreadable") else EMPTY, "notes": [why]}
+
+
+def grade_result(name: str, code: Optional[int], output: str, seconds: float, lessons: List[Lesson],
+                 paths: Paths) -> dict:
+    """A submission's record from its ./grade run: status, per-task points, notes."""
+    feedback = paths.feedback(name)
+    (feedback / "scoreboard.txt").write_text(output)
+    results = read_json(feedback / "results.json")
+    record: dict = {"seconds": round(seconds, 1), "exit_status": code}
+    if code is None:
+        record.update(status=GRADER_ERROR, notes=["the grading did not finish in its time limit"])
+    elif code in (0, 1) and results:
+        record["status"] = GRADED
+    elif code in (3, 5):
+        record.update(status=NO_GPU, notes=["not graded: no NVIDIA GPU was found"])
+    else:
+        tail = " / ".join(output.strip().splitlines()[-3:])[:300]
+        record.update(status=GRADER_ERROR, notes=[f"./grade exited with status {code}: {tail}"])
+    if results and record["status"] in (GRADED, NO_GPU):
+        points, notes = points_from_results(results, lessons)
+        record["points"] = points
+        record.setdefault("notes", []).extend(notes)
+    return record
+
+
+def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir: Path, seed: int,
+                      lessons: List[Lesson], intakes: Dict[str, dict], key: Dict[str, object]) -> None:
+    """Grades `todo` on every GPU at once, one grading per GPU at a time, with a progress bar."""
+    gpus = available_gpus(args.gpus)
+    shown = ", ".join(g for g in gpus if g is not None) or "none found"
+    print(f"Grading {len(todo)} submissions with seed {seed} on {len(gpus)} GPU worker(s) (GPUs: {shown})", flush=True)
+    work: "queue.Queue[str]" = queue.Queue()
+    for name in todo:
+        work.put(name)
+    bar = ProgressBar(len(todo), "graded")
+
+    def worker(gpu: Optional[str]) -> None:
+        while True:
+            try:
+                name = work.get_nowait()
+            except queue.Empty:
+                return
+            intake = intakes[name]
+            try:
+                if not intake.get("taken"):
+                    record = not_gradable_result(name, intake, lessons, seed, paths)
+                else:
+                    code, output, seconds = grade_one(root, args, name, paths.tree(name), paths.feedback(name),
+                                                      build_dir, seed, lessons, gpu)
+                    record = grade_result(name, code, output, seconds, lessons, paths)
+            except Exception as e:  # noqa: BLE001 - one submission's trouble must not stop the class
+                record = {"status": GRADER_ERROR, "notes": [f"grade-class failed on it: {type(e).__name__}: {e}"]}
+            record.update(name=name, gpu=gpu, graded_at=datetime.datetime.now().isoformat(timespec="seconds"),
+                          digest=intake.get("digest", ""), **key)
+            write_json(paths.result(name), record)
+            total = sum(record.get("points", {}).values())
+            bar.step(f"{name}: {record['status']}" + (f", {total:g} points" if record.get("points") else "") +
+                     (f" ({'; '.join(record['notes'])})" if record.get("notes") else ""))
+
+    threads = [threading.Thread(target=worker, args=(gpu,), daemon=True) for gpu in gpus]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradebook and summary
+
+
+def gradebook_rows(names: List[str], lessons: List[Lesson], paths: Paths, seed: int) -> Tuple[List[str], List[list]]:
+    header = ["student"]
+    for lesson in lessons:
+        header += [task_key(lesson, task) for task in lesson.tasks] + [f"{lesson.slug[:2]} total"]
+    header += ["total", "max", "status", "notes", "seed"]
+    rows = []
+    for name in names:
+        record = read_json(paths.result(name)) or {"status": NOT_GRADED, "notes": ["no result: see the Slurm logs"]}
+        points = record.get("points", {})
+        row: list = [name]
+        total = 0.0
+        for lesson in lessons:
+            lesson_total = 0.0
+            for task in lesson.tasks:
+                value = float(points.get(task_key(lesson, task), 0.0))
+                lesson_total += value
+                row.append(f"{value:g}")
+            total += lesson_total
+            row.append(f"{lesson_total:g}")
+        row += [f"{total:g}", f"{sum(l.max_points for l in lessons):g}", record.get("status", NOT_GRADED),
+                "; ".join(record.get("notes", [])), record.get("seed", seed)]
+        rows.append(row)
+    return header, rows
+
+
+def write_gradebook(names: List[str], lessons: List[Lesson], paths: Paths, seed: int) -> Tuple[List[str], List[list]]:
+    header, rows = gradebook_rows(names, lessons, paths, seed)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    part = paths.out / "gradebook.csv.part"
+    part.write_text(buffer.getvalue())
+    part.replace(paths.out / "gradebook.csv")
+    return header, rows
+
+
+def class_summary(header: List[str], rows: List[list], lessons: List[Lesson]) -> str:
+    status_col, total_col = header.index("status"), header.index("total")
+    counts: Dict[str, int] = {}
+    for row in rows:
+        counts[row[status_col]] = counts.get(row[status_col], 0) + 1
+    graded = [row for row in rows if row[status_col] == GRADED]
+    lines = [f"{len(rows)} submissions: " + ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(counts.items()))]
+    max_total = sum(l.max_points for l in lessons)
+    if graded:
+        totals = [float(r[total_col]) for r in graded]
+        lines.append(f"Totals of the {len(graded)} graded (of {max_total:g}): median {statistics.median(totals):g}, "
+                     f"mean {statistics.mean(totals):.1f}, lowest {min(totals):g}, highest {max(totals):g}")
+        lines.append("")
+        lines.append(f"{'task':<6} {'max':>4} {'mean':>6} {'full marks':>11} {'zero':>6}  title")
+        worst = None
+        for lesson in lessons:
+            for task in lesson.tasks:
+                col = header.index(task_key(lesson, task))
+                values = [float(r[col]) for r in graded]
+                mean = statistics.mean(values)
+                full = sum(1 for v in values if v >= task.max_points) / len(values)
+                zero = sum(1 for v in values if v == 0) / len(values)
+                lines.append(f"{task_key(lesson, task):<6} {task.max_points:>4g} {mean:>6.2f} {full:>10.0%} {zero:>6.0%}  "
+                             f"{task.title}" + (" (optional)" if task.optional else ""))
+                if not task.optional and (worst is None or mean / task.max_points < worst[0]):
+                    worst = (mean / task.max_points, task_key(lesson, task), task.title)
+        if worst:
+            lines.append("")
+            lines.append(f"The class struggled most with task {worst[1]} ({worst[2]}): {worst[0]:.0%} of its points "
+                         "on average.")
+    else:
+        lines.append("No submission was graded on a GPU, so there are no scores to summarise.")
+    return "\n".join(lines) + "\n"
+
+
+def matplotlib_python() -> Optional[str]:
+    """An interpreter with matplotlib: this one, else PATH's python3 or /usr/bin/python3."""
+    for python in [sys.executable, shutil.which("python3"), "/usr/bin/python3"]:
+        if python and os.path.exists(python) and subprocess.run(
+                [python, "-c", "import matplotlib"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+            return python
+    return None
+
+
+def write_figure(paths: Paths, lessons: List[Lesson]) -> Optional[str]:
+    """score_distribution.png from the gradebook (grader/driver/class_figure.py); returns why not."""
+    python = matplotlib_python()
+    if python is None:
+        return ("no figure: matplotlib is missing (sudo apt install python3-matplotlib, or pip install matplotlib), "
+                "then run ./grade-class again with --merge")
+    maxima = {task_key(l, t): t.max_points for l in lessons for t in l.tasks}
+    figure = Path(__file__).with_name("class_figure.py")
+    done = subprocess.run([python, str(figure), str(paths.out / "gradebook.csv"), json.dumps(maxima),
+                           str(paths.out / "score_distribution.png")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        return "no figure: " + done.stdout.decode(errors="replace").strip()[-400:]
+    return None
+
+
+def merge(paths: Paths, lessons: List[Lesson], names: List[str], seed: int) -> int:
+    header, rows = write_gradebook(names, lessons, paths, seed)
+    summary = class_summary(header, rows, lessons)
+    problem = write_figure(paths, lessons)
+    if problem:
+        summary += "\n" + problem + "\n"
+    (paths.out / "summary.txt").write_text(summary)
+    print()
+    print(summary, end="")
+    shown = os.path.relpath(paths.out) if not os.path.relpath(paths.out).startswith("..") else str(paths.out)
+    print(f"\nWrote {shown}/gradebook.csv, summary.txt" + ("" if problem else ", score_distribution.png") +
+          f" and a feedback folder per student in {shown}/feedback/.")
+    status_col = header.index("status")
+    return EXIT_OK if all(row[status_col] in FINAL for row in rows) else EXIT_SOME_NOT_GRADED
+
+
+# ---------------------------------------------------------------------------------------------
+# Slurm
+
+
+def slurm_submit(root: Path, args, paths: Paths, names: List[str], seed: int, lessons: List[Lesson],
+                 build_dir: Path) -> int:
+    """Writes and submits the array job (a shard of submissions per task) and the merge job."""
+    if shutil.which("sbatch") is None:
+        print("grade-class: --slurm needs sbatch on PATH (run it on the cluster's login node).", file=sys.stderr)
+        return EXIT_USAGE
+    shards = max(1, min(args.shards or -(-len(names) // 4), len(names) or 1, 32))
+    slurm_dir = paths.out / "slurm"
+    slurm_dir.mkdir(parents=True, exist_ok=True)
+    common = [str(root / "grade-class"), str(Path(args.submissions).resolve()), *[l.slug for l in lessons],
+              "--out", str(paths.out), "--seed", str(seed)]
+    if args.no_timing:
+        common.append("--no-timing")
+    if args.timeout:
+        common += ["--timeout", str(args.timeout)]
+    regrade = ["--regrade-all"] if args.regrade_all else (["--regrade", *args.regrade] if args.regrade else [])
+    per_shard = -(-len(names) // shards)
+    minutes = max(10, int(per_shard * time_limit(lessons, args.timeout) / 60 / 2))  # half the worst case each
+    if args.slurm_build == "shared":
+        shard_build = ["--prebuilt", "--build-dir", str(build_dir)]
+    else:
+        shard_build = ["--build-dir", "${TMPDIR:-/tmp}/workbook-build-${SLURM_JOB_ID}"]
+    options = [f"#SBATCH {o}" for o in args.slurm_option]
+    gres = [f"#SBATCH --gres=gpu:{args.slurm_gpus}"] if args.slurm_gpus > 0 else []
+    array = "\n".join([
+        "#!/bin/bash",
+        "#SBATCH --job-name=workbook-grade",
+        f"#SBATCH --array=0-{shards - 1}",
+        f"#SBATCH --output={slurm_dir}/shard-%a.log",
+        f"#SBATCH --time={minutes}",
+        "#SBATCH --cpus-per-task=4",
+        *gres, *options,
+        "# One shard of the class per array task: ./grade-class grades the submissions whose index modulo",
+        f"# {shards} is this task's, on the GPU Slurm gave it, and writes their feedback folders.",
+        "set -euo pipefail",
+        f"cd {shlex.quote(str(root))}",
+        " ".join([shlex.quote(sys.executable), *map(shlex.quote, common), *map(shlex.quote, regrade),
+                  "--shard", f"${{SLURM_ARRAY_TASK_ID}}/{shards}", *[a if "$" in a else shlex.quote(a)
+                                                                   for a in shard_build]]),
+        ""])
+    merge_script = "\n".join([
+        "#!/bin/bash",
+        "#SBATCH --job-name=workbook-merge",
+        f"#SBATCH --output={slurm_dir}/merge.log",
+        "#SBATCH --time=10",
+        *options,
+        "# After every shard (afterany: also when one failed): one gradebook, summary and figure.",
+        "set -euo pipefail",
+        f"cd {shlex.quote(str(root))}",
+        " ".join([shlex.quote(sys.executable), *map(shlex.quote, common), "--merge"]),
+        ""])
+    (slurm_dir / "array.sbatch").write_text(array)
+    (slurm_dir / "merge.sbatch").write_text(merge_script)
+    submitted = subprocess.run(["sbatch", "--parsable", str(slurm_dir / "array.sbatch")], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+    if submitted.returncode != 0:
+        print(f"grade-class: sbatch refused the array job: {submitted.stdout.decode().strip()}\n"
+              f"The script is {slurm_dir / 'array.sbatch'}; --slurm-option passes options such as a partition or an "
+              "account, --slurm-gpus 0 asks for no GPU.", file=sys.stderr)
+        return EXIT_USAGE
+    array_id = submitted.stdout.decode().strip().split(";")[0]
+    merge_command = ["sbatch", "--parsable", f"--dependency=afterany:{array_id}"] + (["--wait"] if args.wait else [])
+    print(f"Submitted job array {array_id}: {len(names)} submissions in {shards} shards "
+          f"({'build shared from ' + str(build_dir) if args.slurm_build == 'shared' else 'each shard builds its own'}).",
+          flush=True)
+    if args.wait:
+        print("Waiting for the shards and the merge job ...", flush=True)
+    merged = subprocess.run(merge_command + [str(slurm_dir / "merge.sbatch")], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    out = merged.stdout.decode().strip()
+    if not args.wait:
+        if merged.returncode != 0:
+            print(f"grade-class: sbatch refused the merge job: {out}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"Submitted merge job {out.split(';')[0]}: it writes {paths.out}/gradebook.csv when every shard is "
+              f"done. Watch with: squeue -j {array_id}; logs in {slurm_dir}/.")
+        return EXIT_OK
+    summary = paths.out / "summary.txt"
+    print(summary.read_text() if summary.exists() else f"(no summary: read {slurm_dir}/merge.log)")
+    return EXIT_OK if merged.returncode == 0 else EXIT_SOME_NOT_GRADED
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
+    root = Path(root or Path(__file__).resolve().parents[2])
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    submissions_dir = Path(args.submissions).expanduser().resolve()
+    if not submissions_dir.is_dir():
+        print(f"grade-class: {args.submissions} is not a folder. Give the folder that holds one folder or archive "
+              "per student.", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        lessons = select_lessons(load_manifest(root / "lessons" / "manifest.json"), args.lessons)
+    except ManifestError as e:
+        print(f"grade-class: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if any("." in selector for selector in args.lessons):
+        print("grade-class: a class is graded by whole lessons (give 01, not 01.2).", file=sys.stderr)
+        return EXIT_USAGE
+    out = Path(args.out).expanduser() if args.out else Path.cwd() / f"{submissions_dir.name}-grades"
+    paths = Paths(out.resolve())
+    build_dir = Path(args.build_dir).expanduser().resolve() if args.build_dir else paths.out / "build"
+    if paths.out == submissions_dir or submissions_dir in paths.out.parents:
+        print("grade-class: --out must not be inside the submissions folder (it would be graded as a submission).",
+              file=sys.stderr)
+        return EXIT_USAGE
+
+    try:
+        subs, notes = find_submissions(submissions_dir)
+    except SubmissionError as e:
+        print(f"grade-class: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    names = [s.name for s in subs]
+    unknown = [n for n in args.regrade if n not in names]
+    if unknown:
+        print(f"grade-class: no submission named {', '.join(unknown)} in {submissions_dir} "
+              f"(there are: {', '.join(names[:20])}{' ...' if len(names) > 20 else ''}).", file=sys.stderr)
+        return EXIT_USAGE
+
+    record = read_json(paths.record) or {}
+    slugs = [lesson.slug for lesson in lessons]
+    if record and not args.regrade_all and not args.shard:
+        if args.seed and record.get("seed") != args.seed:
+            print(f"grade-class: this class was graded with seed {record.get('seed')}. Give that seed (or none), or "
+                  f"--regrade-all to grade every submission again with seed {args.seed}.", file=sys.stderr)
+            return EXIT_USAGE
+        if record.get("lessons") != slugs:
+            print(f"grade-class: {paths.out} holds a grading of lessons {', '.join(record.get('lessons', []))}. Name "
+                  "the same lessons, another --out, or --regrade-all to grade every submission again with these.",
+                  file=sys.stderr)
+            return EXIT_USAGE
+    seed = args.seed or record.get("seed") or random.randrange(1, 2**31)
+    if not args.shard:
+        write_json(paths.record, {"seed": seed, "lessons": slugs, "submissions": str(submissions_dir),
+                                  "workbook_commit": workbook_commit(root), "students": names,
+                                  "created": record.get("created") or datetime.datetime.now().isoformat(
+                                      timespec="seconds")})
+    if args.merge:
+        return merge(paths, lessons, names, seed)
+
+    if args.shard:
+        index, count = (int(x) for x in args.shard.split("/"))
+        subs = [s for i, s in enumerate(subs) if i % count == index]
+    for note in notes if not args.shard else []:
+        print(f"note: {note}")
+
+    # Intake, and what to grade: new or changed submissions, and those asked for.
+    if not args.shard:
+        print(f"Taking in {len(subs)} submissions from {submissions_dir} ...", flush=True)
+    key = {"seed": seed, "lessons": slugs}
+    intakes: Dict[str, dict] = {}
+    todo: List[str] = []
+    skipped = 0
+    changed = set()  # trees whose files differ from the last intake's
+    for sub in subs:
+        previous = read_json(paths.work(sub.name) / "intake.json")
+        intakes[sub.name] = (previous if args.prebuilt else None) or intake_one(sub, lessons, paths)
+        if not previous or previous.get("digest") != intakes[sub.name].get("digest"):
+            changed.add(build.tree_name(root, paths.tree(sub.name)))
+        done = read_json(paths.result(sub.name))
+        fresh = (done and done.get("status") in FINAL and done.get("seed") == seed and done.get("lessons") == slugs
+                 and done.get("digest") == intakes[sub.name].get("digest"))
+        if fresh and not args.regrade_all and sub.name not in args.regrade:
+            skipped += 1
+        else:
+            todo.append(sub.name)
+    if skipped and not args.shard:
+        print(f"{skipped} submissions were graded before with the same files and seed: kept (--regrade NAME or "
+              "--regrade-all to grade them again).")
+
+    trees = {build.tree_name(root, paths.tree(n)): paths.tree(n) for n in todo if intakes[n].get("taken")}
+    if args.slurm:
+        if args.slurm_build == "shared" and trees:
+            try:
+                build_class(root, build_dir, trees, lessons, args.jobs, changed)
+            except build.BuildError as e:
+                print(f"grade-class: {e}", file=sys.stderr)
+                return EXIT_BUILD
+        return slurm_submit(root, args, paths, todo, seed, lessons, build_dir)
+
+    if trees and not args.prebuilt:
+        try:
+            build_class(root, build_dir, trees, lessons, args.jobs, changed)
+        except build.BuildError as e:
+            print(f"grade-class: {e}", file=sys.stderr)
+            return EXIT_BUILD
+    if todo:
+        grade_submissions(root, args, todo, paths, build_dir, seed, lessons, intakes, key)
+    if args.shard:
+        return EXIT_OK
+    return merge(paths, lessons, names, seed)
