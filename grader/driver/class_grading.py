@@ -681,6 +681,10 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
         print(f"grade-class: {e}", file=sys.stderr)
         return EXIT_USAGE
     names = [s.name for s in subs]
+    if not subs:
+        print(f"grade-class: there are no submissions in {submissions_dir}: it needs one folder, .zip or .tar.gz per "
+              "student, named after the student." + "".join(f"\n  {n}" for n in notes), file=sys.stderr)
+        return EXIT_USAGE
     unknown = [n for n in args.regrade if n not in names]
     if unknown:
         print(f"grade-class: no submission named {', '.join(unknown)} in {submissions_dir} "

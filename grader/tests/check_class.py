@@ -12,6 +12,7 @@ Exit codes: 0 as expected, 1 not, 77 --slurm without a reachable Slurm cluster (
 import argparse
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,14 @@ def slurm_reachable() -> str:
     if not any(s.startswith(("idle", "mix", "alloc")) for s in text.split()):
         return f"no Slurm node is up (sinfo: {text or 'nothing'})"
     return ""
+
+
+def gpus_listed() -> bool:
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "GPU " in listed.stdout.decode(errors="replace")
 
 
 def run(command, **kwargs) -> subprocess.CompletedProcess:
@@ -106,7 +115,16 @@ def main() -> int:
     parser.add_argument("--small", action="store_true")
     parser.add_argument("--keep", help="generate and grade the class here and keep it (default: a temporary folder)")
     parser.add_argument("--no-timing", action="store_true")
+    gpu = parser.add_mutually_exclusive_group()
+    gpu.add_argument("--no-gpu", action="store_true", help="hide every GPU (CUDA_VISIBLE_DEVICES=-1): host checks only")
+    gpu.add_argument("--require-gpu", action="store_true", help="skip (77) unless nvidia-smi lists a GPU")
     args = parser.parse_args()
+    env = dict(os.environ)
+    if args.no_gpu:
+        env["CUDA_VISIBLE_DEVICES"] = "-1"
+    if args.require_gpu and not gpus_listed():
+        print("skipped: no NVIDIA GPU (nvidia-smi lists none); grader.class.without_gpu checks the rest here")
+        return SKIP
     if args.slurm:
         why = slurm_reachable()
         if why:
@@ -125,20 +143,22 @@ def main() -> int:
         command += ["--no-timing"] if args.no_timing else []
         if args.slurm:
             command += ["--slurm", "--slurm-gpus", "0", "--shards", "2", "--wait"]
-        first = run(command)
+        first = run(command, env=env)
         if not (out / "gradebook.csv").exists():
             print(f"FAIL: ./grade-class exited {first.returncode} without a gradebook")
             return 1
         with open(out / "gradebook.csv", newline="") as f:
             on_gpu = all(row["status"] != "no_gpu" for row in csv.DictReader(f))
         problems = verify(out, expected, on_gpu)
+        if args.require_gpu and not on_gpu:
+            problems.append("nvidia-smi lists a GPU, yet the gradings found none")
         # Resumable: a second run keeps every final verdict; --regrade grades one again.
         if not args.slurm:
             final = sum(1 for w in expected.values() if w["status"] != "graded" or on_gpu)
-            text = run(command).stdout.decode(errors="replace")
+            text = run(command, env=env).stdout.decode(errors="replace")
             if final and f"{final} submissions were graded before" not in text:
                 problems.append(f"a second run did not keep the {final} submissions already graded")
-            text = run(command + ["--regrade", "correct_folder"]).stdout.decode(errors="replace")
+            text = run(command + ["--regrade", "correct_folder"], env=env).stdout.decode(errors="replace")
             graded_now = len(expected) - final + (1 if on_gpu else 0)
             if f"Grading {graded_now} submissions" not in text:
                 problems.append(f"--regrade correct_folder did not grade exactly {graded_now} submissions")

@@ -1,0 +1,223 @@
+"""./grade-class's host-side logic: intake (what is taken from a submission, unsafe archives),
+the gradebook, the class summary and the progress bar. The whole command runs in
+check_class.py (ctest grader.class.*)."""
+import csv
+import io
+import json
+import os
+import sys
+import tarfile
+import tempfile
+import unittest
+import zipfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from driver import class_grading as cg  # noqa: E402
+from driver.manifest import load_manifest, select_lessons  # noqa: E402
+from driver.submissions import (Submission, SubmissionError, find_submissions, git_head, locate_tree,  # noqa: E402
+                                take_files, unpack)
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSONS = select_lessons(load_manifest(ROOT / "lessons" / "manifest.json"), ["01", "02"])
+
+
+class Temp(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = Path(self._tmp.name)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def write(self, rel: str, text: str = "x") -> Path:
+        path = self.tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+
+class IntakeTest(Temp):
+    def test_takes_only_the_lesson_files(self):
+        self.write("alice/01_vector_add/vector_add.cu", "// alice")
+        self.write("alice/01_vector_add/helper.cuh")
+        self.write("alice/grader/01_vector_add/test.cu", "// passes everything")
+        self.write("alice/CMakeLists.txt")
+        intake = take_files(self.tmp / "alice", LESSONS, self.tmp / "tree")
+        self.assertEqual([t[0] for t in intake.taken], ["01_vector_add/vector_add.cu"])
+        self.assertEqual(intake.missing, ["02_multiply_add/multiply_add.cu"])
+        self.assertEqual(sorted(intake.ignored), ["01_vector_add/helper.cuh", "CMakeLists.txt",
+                                                  "grader/01_vector_add/test.cu"])
+        self.assertEqual((self.tmp / "tree/01_vector_add/vector_add.cu").read_text(), "// alice")
+        self.assertEqual(sorted(p.name for p in (self.tmp / "tree").rglob("*") if p.is_file()), ["vector_add.cu"])
+        self.assertIn("grader/01_vector_add/test.cu", intake.describe())
+
+    def test_finds_exercises_in_a_whole_checkout_inside_one_folder(self):
+        self.write("bob/workbook/exercises/02_multiply_add/multiply_add.cu")
+        self.write("bob/workbook/solutions/01_vector_add/vector_add.cu", "// not bob's")
+        self.write("bob/workbook/README.md")
+        self.assertEqual(locate_tree(self.tmp / "bob", LESSONS), self.tmp / "bob/workbook/exercises")
+        intake = take_files(self.tmp / "bob", LESSONS, self.tmp / "tree")
+        self.assertEqual([t[0] for t in intake.taken], ["02_multiply_add/multiply_add.cu"])
+        self.assertEqual(intake.tree_root, "workbook/exercises")
+
+    def test_refuses_links_and_huge_files(self):
+        self.write("carol/02_multiply_add/multiply_add.cu", "y" * ((1 << 20) + 1))
+        (self.tmp / "carol/01_vector_add").mkdir(parents=True)
+        secret = self.write("secret.cu", "// the instructor's")
+        os.symlink(secret, self.tmp / "carol/01_vector_add/vector_add.cu")
+        intake = take_files(self.tmp / "carol", LESSONS, self.tmp / "tree")
+        self.assertEqual(intake.taken, [])
+        self.assertEqual([r[0] for r in intake.refused], ["01_vector_add/vector_add.cu", "02_multiply_add/multiply_add.cu"])
+        self.assertIn("symbolic link", intake.refused[0][1])
+
+    def test_a_second_intake_keeps_unchanged_files_and_drops_old_ones(self):
+        self.write("dan/01_vector_add/vector_add.cu", "v1")
+        self.write("dan/02_multiply_add/multiply_add.cu", "v1")
+        first = take_files(self.tmp / "dan", LESSONS, self.tmp / "tree")
+        stamp = (self.tmp / "tree/01_vector_add/vector_add.cu").stat().st_mtime_ns
+        (self.tmp / "dan/02_multiply_add/multiply_add.cu").unlink()
+        second = take_files(self.tmp / "dan", LESSONS, self.tmp / "tree")
+        self.assertEqual((self.tmp / "tree/01_vector_add/vector_add.cu").stat().st_mtime_ns, stamp)  # no rebuild
+        self.assertFalse((self.tmp / "tree/02_multiply_add").exists())
+        self.assertNotEqual(first.digest, second.digest)
+
+    def test_git_head_is_read_without_running_git(self):
+        self.write("erin/.git/HEAD", "ref: refs/heads/main\n")
+        self.write("erin/.git/refs/heads/main", "a" * 40 + "\n")
+        self.assertEqual(git_head(self.tmp / "erin"), "a" * 40)
+        self.write("frank/.git/HEAD", "ref: refs/heads/main\n")
+        self.write("frank/.git/packed-refs", "# pack-refs\n" + "b" * 40 + " refs/heads/main\n")
+        self.assertEqual(git_head(self.tmp / "frank"), "b" * 40)
+
+
+class ArchiveTest(Temp):
+    def test_zip_and_tar_unpack(self):
+        with zipfile.ZipFile(self.tmp / "a.zip", "w") as z:
+            z.writestr("hw/01_vector_add/vector_add.cu", "// zip")
+        folder = unpack(Submission("a", self.tmp / "a.zip", "zip"), self.tmp / "a")
+        self.assertEqual((locate_tree(folder, LESSONS) / "01_vector_add/vector_add.cu").read_text(), "// zip")
+        self.write("src/01_vector_add/vector_add.cu", "// tar")
+        with tarfile.open(self.tmp / "b.tar.gz", "w:gz") as t:
+            t.add(self.tmp / "src", arcname="b")
+        folder = unpack(Submission("b", self.tmp / "b.tar.gz", "tar.gz"), self.tmp / "b")
+        self.assertEqual((folder / "b/01_vector_add/vector_add.cu").read_text(), "// tar")
+
+    def test_entries_leaving_the_folder_are_refused(self):
+        for name in ("../evil.cu", "/etc/evil.cu", "a/../../evil.cu"):
+            with zipfile.ZipFile(self.tmp / "z.zip", "w") as z:
+                z.writestr(name, "evil")
+            with self.assertRaisesRegex(SubmissionError, "outside its folder"):
+                unpack(Submission("z", self.tmp / "z.zip", "zip"), self.tmp / "z")
+            self.assertFalse((self.tmp / "evil.cu").exists())
+
+    def test_tar_links_are_never_made(self):
+        with tarfile.open(self.tmp / "l.tar.gz", "w:gz") as t:
+            info = tarfile.TarInfo("l/01_vector_add/vector_add.cu")
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            t.addfile(info)
+        folder = unpack(Submission("l", self.tmp / "l.tar.gz", "tar.gz"), self.tmp / "l")
+        self.assertFalse(os.path.lexists(folder / "l/01_vector_add/vector_add.cu"))
+
+    def test_a_broken_archive_is_a_clear_error(self):
+        self.write("c.zip", "not a zip")
+        with self.assertRaisesRegex(SubmissionError, "not a readable zip archive"):
+            unpack(Submission("c", self.tmp / "c.zip", "zip"), self.tmp / "c")
+
+    def test_find_submissions(self):
+        (self.tmp / "alice").mkdir()
+        self.write("bob.zip")
+        self.write("carol.tar.gz")
+        self.write("roster.csv")
+        self.write(".DS_Store")
+        subs, notes = find_submissions(self.tmp)
+        self.assertEqual([(s.name, s.kind) for s in subs], [("alice", "folder"), ("bob", "zip"), ("carol", "tar.gz")])
+        self.assertTrue(any("roster.csv" in n for n in notes))
+        self.write("alice.zip")
+        with self.assertRaisesRegex(SubmissionError, "both the submission of 'alice'"):
+            find_submissions(self.tmp)
+
+
+class GradebookTest(Temp):
+    def results(self, scores):
+        tests = []
+        for (slug, task, kind), score in scores.items():
+            tests.append({"tags": [slug, f"task_{task}", kind], "score": score, "extra_data": {"status": "passed"}})
+        return {"tests": tests}
+
+    def test_points_and_gradebook(self):
+        paths = cg.Paths(self.tmp)
+        results = self.results({("01_vector_add", 1, "correctness"): 3, ("01_vector_add", 1, "performance"): 2,
+                                ("02_multiply_add", 3, "correctness"): 4})
+        results["tests"].append({"tags": ["02_multiply_add", "task_1", "correctness"], "score": 0,
+                                 "extra_data": {"status": "compile_error"}})
+        points, notes = cg.points_from_results(results, LESSONS)
+        self.assertEqual(points, {"01.1": 5, "02.3": 4, "02.1": 0})
+        self.assertEqual(notes, ["02_multiply_add does not compile"])
+        cg.write_json(paths.result("alice"), {"status": "graded", "points": points, "notes": notes, "seed": 7})
+        cg.write_json(paths.result("bob"), {"status": "empty", "notes": ["no lesson file"], "seed": 7})
+        header, rows = cg.write_gradebook(["alice", "bob", "carol"], LESSONS, paths, 7)
+        with open(self.tmp / "gradebook.csv", newline="") as f:
+            table = list(csv.DictReader(f))
+        self.assertEqual(table[0]["01.1"], "5")
+        self.assertEqual(table[0]["01 total"], "5")
+        self.assertEqual(table[0]["02 total"], "4")
+        self.assertEqual(table[0]["total"], "9")
+        self.assertEqual(table[0]["max"], "28")
+        self.assertEqual(table[1]["status"], "empty")
+        self.assertEqual(table[2]["status"], "not_graded")  # a shard that never reported
+        summary = cg.class_summary(header, rows, LESSONS)
+        self.assertIn("3 submissions: 1 empty, 1 graded, 1 not graded", summary)
+        self.assertIn("struggled most with task 01.2", summary)
+
+    def test_progress_bar_without_a_terminal(self):
+        stream = io.StringIO()
+        bar = cg.ProgressBar(4, "graded", stream=stream)
+        bar.step("alice: graded")
+        self.assertRegex(stream.getvalue(), r"^\[1/4, ETA \d+s\] alice: graded\n$")
+
+    def test_gpus(self):
+        self.assertEqual(cg.available_gpus("0, 2"), ["0", "2"])
+        os.environ["CUDA_VISIBLE_DEVICES"] = "3"
+        try:
+            self.assertEqual(cg.available_gpus(None), ["3"])
+            os.environ["CUDA_VISIBLE_DEVICES"] = ""
+            self.assertEqual(cg.available_gpus(None), [None])
+        finally:
+            del os.environ["CUDA_VISIBLE_DEVICES"]
+
+    def test_grade_result_statuses(self):
+        paths = cg.Paths(self.tmp)
+        paths.feedback("a").mkdir(parents=True)
+        self.assertEqual(cg.grade_result("a", None, "", 1.0, LESSONS, paths)["status"], "grader_error")
+        self.assertEqual(cg.grade_result("a", 4, "boom", 1.0, LESSONS, paths)["status"], "grader_error")
+        (paths.feedback("a") / "results.json").write_text(json.dumps(self.results({})))
+        self.assertEqual(cg.grade_result("a", 3, "", 1.0, LESSONS, paths)["status"], "no_gpu")
+        self.assertEqual(cg.grade_result("a", 1, "", 1.0, LESSONS, paths)["status"], "graded")
+
+
+class CommandLineTest(Temp):
+    def test_bad_arguments(self):
+        self.assertEqual(cg.main([str(self.tmp / "nowhere")], ROOT), cg.EXIT_USAGE)
+        (self.tmp / "subs").mkdir()
+        self.assertEqual(cg.main([str(self.tmp / "subs"), "--out", str(self.tmp / "o")], ROOT), cg.EXIT_USAGE)  # empty
+        (self.tmp / "subs" / "alice").mkdir()
+        self.assertEqual(cg.main([str(self.tmp / "subs"), "07"], ROOT), cg.EXIT_USAGE)
+        self.assertEqual(cg.main([str(self.tmp / "subs"), "01.2"], ROOT), cg.EXIT_USAGE)
+        self.assertEqual(cg.main([str(self.tmp / "subs"), "--out", str(self.tmp / "subs" / "grades")], ROOT),
+                         cg.EXIT_USAGE)
+        self.assertEqual(cg.main([str(self.tmp / "subs"), "--regrade", "nobody", "--out", str(self.tmp / "o")], ROOT),
+                         cg.EXIT_USAGE)
+
+    def test_a_class_keeps_its_seed(self):
+        (self.tmp / "subs" / "alice").mkdir(parents=True)  # empty: graded without building anything
+        out = self.tmp / "out"
+        self.assertEqual(cg.main([str(self.tmp / "subs"), "01", "--out", str(out), "--seed", "5"], ROOT), cg.EXIT_OK)
+        self.assertEqual(json.loads((out / "class.json").read_text())["seed"], 5)
+        self.assertEqual(cg.main([str(self.tmp / "subs"), "01", "--out", str(out), "--seed", "6"], ROOT), cg.EXIT_USAGE)
+        self.assertEqual(cg.main([str(self.tmp / "subs"), "02", "--out", str(out)], ROOT), cg.EXIT_USAGE)
+
+
+if __name__ == "__main__":
+    unittest.main()
