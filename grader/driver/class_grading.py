@@ -484,7 +484,21 @@ def write_gradebook(names: List[str], lessons: List[Lesson], paths: Paths, seed:
     part = paths.out / "gradebook.csv.part"
     part.write_text(buffer.getvalue())
     part.replace(paths.out / "gradebook.csv")
+    write_canvas_gradebook(header, rows, lessons, paths)
     return header, rows
+
+
+def write_canvas_gradebook(header: List[str], rows: List[list], lessons: List[Lesson], paths: Paths) -> None:
+    """gradebook_canvas.csv in the layout of Canvas's gradebook import: its identity columns, the
+    submission's name as the SIS Login ID, and one new assignment column with the total."""
+    assignment = f"CUDA Workbook {' '.join(l.slug[:2] for l in lessons)} ({sum(l.max_points for l in lessons):g} points)"
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment])
+    total = header.index("total")
+    for row in rows:
+        writer.writerow([row[0], "", "", row[0], "", row[total]])
+    (paths.out / "gradebook_canvas.csv").write_text(buffer.getvalue())
 
 
 def class_summary(header: List[str], rows: List[list], lessons: List[Lesson]) -> str:
@@ -556,7 +570,7 @@ def merge(paths: Paths, lessons: List[Lesson], names: List[str], seed: int) -> i
     print()
     print(summary, end="")
     shown = os.path.relpath(paths.out) if not os.path.relpath(paths.out).startswith("..") else str(paths.out)
-    print(f"\nWrote {shown}/gradebook.csv, summary.txt" + ("" if problem else ", score_distribution.png") +
+    print(f"\nWrote {shown}/gradebook.csv (and gradebook_canvas.csv), summary.txt" + ("" if problem else ", score_distribution.png") +
           f" and a feedback folder per student in {shown}/feedback/.")
     status_col = header.index("status")
     return EXIT_OK if all(row[status_col] in FINAL for row in rows) else EXIT_SOME_NOT_GRADED
