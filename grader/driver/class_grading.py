@@ -82,6 +82,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                                                                              "cores)")
     parser.add_argument("--gpus", help="comma-separated GPU indices to grade on (default: CUDA_VISIBLE_DEVICES, "
                                        "else every GPU nvidia-smi lists)")
+    parser.add_argument("--per-gpu", type=int, default=1, metavar="N",
+                        help="gradings at once on each GPU (default 1); correctness tests then share the GPU, and "
+                             "the per-GPU lock still times every performance phase alone")
     parser.add_argument("--no-timing", action="store_true", help="correctness only (performance scores nothing)")
     parser.add_argument("--timeout", type=float, help="seconds each task may run (default: the lesson's)")
     parser.add_argument("--build-dir", help="build directory (default: OUT/build)")
@@ -106,8 +109,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         parser.error("--seed must be between 1 and 2147483647")
     if args.shard and not re.fullmatch(r"\d+/\d+", args.shard):
         parser.error("--shard is I/N")
-    if args.jobs < 1:
-        parser.error("--jobs must be at least 1")
+    if args.jobs < 1 or args.per_gpu < 1:
+        parser.error("--jobs and --per-gpu must be at least 1")
     return args
 
 
@@ -410,7 +413,8 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
     """Grades `todo` on every GPU at once, one grading per GPU at a time, with a progress bar."""
     gpus = available_gpus(args.gpus)
     shown = ", ".join(g for g in gpus if g is not None) or "none found"
-    print(f"Grading {len(todo)} submissions with seed {seed} on {len(gpus)} GPU worker(s) (GPUs: {shown})", flush=True)
+    workers = [gpu for gpu in gpus for _ in range(args.per_gpu)]
+    print(f"Grading {len(todo)} submissions with seed {seed}, {len(workers)} at a time (GPUs: {shown})", flush=True)
     work: "queue.Queue[str]" = queue.Queue()
     for name in todo:
         work.put(name)
@@ -439,7 +443,7 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
             bar.step(f"{name}: {record['status']}" + (f", {total:g} points" if record.get("points") else "") +
                      (f" ({'; '.join(record['notes'])})" if record.get("notes") else ""))
 
-    threads = [threading.Thread(target=worker, args=(gpu,), daemon=True) for gpu in gpus]
+    threads = [threading.Thread(target=worker, args=(gpu,), daemon=True) for gpu in workers]
     for t in threads:
         t.start()
     for t in threads:

@@ -115,6 +115,7 @@ def main() -> int:
     parser.add_argument("--small", action="store_true")
     parser.add_argument("--keep", help="generate and grade the class here and keep it (default: a temporary folder)")
     parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument("--per-gpu", type=int, help="./grade-class --per-gpu")
     gpu = parser.add_mutually_exclusive_group()
     gpu.add_argument("--no-gpu", action="store_true", help="hide every GPU (CUDA_VISIBLE_DEVICES=-1): host checks only")
     gpu.add_argument("--require-gpu", action="store_true", help="skip (77) unless nvidia-smi lists a GPU")
@@ -132,15 +133,16 @@ def main() -> int:
             return SKIP
     work = Path(args.keep).resolve() if args.keep else Path(tempfile.mkdtemp(prefix="workbook-class-"))
     try:
-        made = run([sys.executable, str(HERE / "make_class.py"), str(work), "--lessons", *args.lessons] +
-                   (["--small"] if args.small else []))
-        if made.returncode != 0:
-            return 1
+        if not (args.keep and (work / "expected.json").exists()):  # --keep: a second call resumes the grading
+            made = run([sys.executable, str(HERE / "make_class.py"), str(work), "--lessons", *args.lessons] +
+                       (["--small"] if args.small else []))
+            if made.returncode != 0:
+                return 1
         expected = json.loads((work / "expected.json").read_text())
         out = work / "grades"
         command = [sys.executable, str(ROOT / "grade-class"), str(work / "submissions"), *args.lessons,
                    "--out", str(out), "--build-dir", str(Path(args.build_dir).resolve())]
-        command += ["--no-timing"] if args.no_timing else []
+        command += (["--no-timing"] if args.no_timing else []) + (["--per-gpu", str(args.per_gpu)] if args.per_gpu else [])
         if args.slurm:
             command += ["--slurm", "--slurm-gpus", "0", "--shards", "2", "--wait"]
         first = run(command, env=env)
@@ -160,7 +162,7 @@ def main() -> int:
                 problems.append(f"a second run did not keep the {final} submissions already graded")
             text = run(command + ["--regrade", "correct_folder"], env=env).stdout.decode(errors="replace")
             graded_now = len(expected) - final + (1 if on_gpu else 0)
-            if f"Grading {graded_now} submissions" not in text:
+            if f"Grading {graded_now} submissions with seed" not in text:
                 problems.append(f"--regrade correct_folder did not grade exactly {graded_now} submissions")
             problems += verify(out, expected, on_gpu)
         for p in problems:
