@@ -22,7 +22,7 @@ def main(gradebook: str, maxima_json: str, output: str) -> None:
     zero = [sum(1 for r in shown if float(r[t]) == 0) for t in tasks]
     partial = [len(shown) - f - z for f, z in zip(full, zero)]
 
-    fig, (bars, hist) = plt.subplots(1, 2, figsize=(11, 0.45 * len(tasks) + 2.5),
+    fig, (bars, hist) = plt.subplots(1, 2, figsize=(11, 0.45 * len(tasks) + 3),
                                      gridspec_kw={"width_ratios": [3, 2]})
     y = list(range(len(tasks)))[::-1]
     bars.barh(y, full, color="#2b8a3e", label="full marks")
@@ -32,13 +32,15 @@ def main(gradebook: str, maxima_json: str, output: str) -> None:
     bars.set_yticklabels([f"task {t}" for t in tasks])
     bars.set_xlabel("students")
     bars.set_xlim(0, max(len(shown), 1))
-    bars.legend(loc="lower right", fontsize="small", framealpha=0.9)
+    bars.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize="small", frameon=False)
     bars.set_title("Points per task")
 
     totals = [float(r["total"]) for r in shown]
     top = float(rows[0]["max"]) if rows else 1.0
-    hist.hist(totals, bins=min(20, max(5, len(set(totals)))), range=(0, max([top] + totals)), color="#1c7ed6",
-              edgecolor="white")
+    high = max([top] + totals)
+    step = max(1.0, round(high / 14))
+    edges = [i * step for i in range(int(high // step) + 2)]
+    hist.hist(totals, bins=edges, color="#1c7ed6", edgecolor="white")
     hist.set_xlabel(f"total points (of {top:g}; optional tasks add on top)")
     hist.set_ylabel("students")
     hist.set_title("Totals")

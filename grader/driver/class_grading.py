@@ -101,6 +101,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                             "each array task builds its own shard in node-local temporary space")
     slurm.add_argument("--slurm-gpus", type=int, default=1, help="GPUs per array task (--gres=gpu:N); 0 asks for "
                                                                 "none (a cluster without GPUs: tasks report no GPU)")
+    slurm.add_argument("--slurm-cpus", type=int, default=2, help="CPUs per array task (default 2; with "
+                                                                "--slurm-build per-task more build faster)")
     slurm.add_argument("--slurm-option", action="append", default=[], metavar="OPTION",
                        help="an sbatch option for every job, e.g. --slurm-option=--partition=gpu (repeatable)")
     slurm.add_argument("--wait", action="store_true", help="with --slurm: wait for the merge job and print the summary")
@@ -614,7 +616,7 @@ def slurm_submit(root: Path, args, paths: Paths, names: List[str], seed: int, le
         f"#SBATCH --array=0-{shards - 1}",
         f"#SBATCH --output={slurm_dir}/shard-%a.log",
         f"#SBATCH --time={minutes}",
-        "#SBATCH --cpus-per-task=4",
+        f"#SBATCH --cpus-per-task={args.slurm_cpus}",
         *gres, *options,
         "# One shard of the class per array task: ./grade-class grades the submissions whose index modulo",
         f"# {shards} is this task's, on the GPU Slurm gave it, and writes their feedback folders.",
