@@ -78,8 +78,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                                                  "else a fresh one, recorded in OUT/class.json)")
     parser.add_argument("--regrade", nargs="+", metavar="NAME", default=[], help="grade these submissions again")
     parser.add_argument("--regrade-all", action="store_true", help="grade every submission again")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="parallel compile jobs (default: all "
-                                                                             "cores)")
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("SLURM_CPUS_PER_TASK") or os.cpu_count() or 2),
+                        help="parallel compile jobs (default: all cores, or the CPUs Slurm gave the task)")
     parser.add_argument("--gpus", help="comma-separated GPU indices to grade on (default: CUDA_VISIBLE_DEVICES, "
                                        "else every GPU nvidia-smi lists)")
     parser.add_argument("--per-gpu", type=int, default=1, metavar="N",
