@@ -6,9 +6,12 @@ The program reports each test's start and end as JSON lines (grader/support/repo
 a start without an end names the test that crashed or hung."""
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import tempfile
@@ -38,6 +41,12 @@ class PhaseResult:
     # finished or the checks were merely slow.
     wait_durations_s: List[float] = field(default_factory=list)
     open_wait: Optional[Tuple[str, float]] = None
+    # The authenticated channel (report_record.hpp): whether the run had a key, whether its last
+    # record ("run_end") arrived, and the lines that did not verify (forged, replayed, reordered).
+    authenticated: bool = False
+    run_completed: bool = False
+    forged_lines: int = 0
+    first_forged: str = ""
 
     @property
     def killed_by(self) -> Optional[str]:
@@ -56,15 +65,51 @@ class PhaseResult:
         return merged
 
 
-def parse_records(text: str, result: PhaseResult) -> None:
-    """Fills result.records, unfinished_test and fatal_signal from the report file's lines."""
+_SIGNED = re.compile(r'^(.*), "mac": "([0-9a-f]{64})"\}$')
+
+
+def verify_line(line: str, key: str, sequence: int) -> Optional[dict]:
+    """The record when `line` carries the next sequence number and a MAC under `key`; else None."""
+    signed = _SIGNED.match(line)
+    if not signed:
+        return None
+    body = signed.group(1) + "}"
+    expected = hmac.new(key.encode(), body.encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected, signed.group(2)):
+        return None
+    try:
+        record = json.loads(body)
+    except ValueError:
+        return None
+    return record if record.get("seq") == sequence else None
+
+
+def parse_records(text: str, result: PhaseResult, key: Optional[str] = None) -> None:
+    """Fills result.records, unfinished_test and fatal_signal from the report file's lines. With
+    a key, only lines that verify, in sequence, count; the others are counted as forged, except
+    a last line cut short by a crash."""
     open_test = None
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # a line cut short by a crash
+    lines = text.split("\n")
+    complete = lines[:-1]  # every line the program finished writing ends with a newline
+    cut_short = lines[-1]
+    result.authenticated = key is not None
+    sequence = 0
+    for line in complete + ([cut_short] if cut_short and key is None else []):
+        if key is not None:
+            record = verify_line(line, key, sequence)
+            if record is None:
+                result.forged_lines += 1
+                result.first_forged = result.first_forged or line[:300]
+                continue
+            sequence += 1
+        else:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by a crash
         event = record.get("event")
+        if event == "run_end":
+            result.run_completed = True
         if event == "wait":
             result.open_wait = (record.get("what", ""), float(record.get("t", 0.0)))
         elif event == "waited" and result.open_wait is not None:
@@ -113,11 +158,19 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
     with tempfile.TemporaryDirectory(prefix="workbook-grade-") as tmp:
         report = os.path.join(tmp, "report.jsonl")
         command = list(sanitizer or []) + [program, test_spec, "--rng-seed", str(seed), "--reporter", "compact"]
-        child_env = dict(os.environ, **env, WORKBOOK_REPORT=report)
+        # This run's key goes through a pipe the program reads at start-up, not the environment.
+        key = secrets.token_hex(32)
+        key_read, key_write = os.pipe()
+        os.write(key_write, key.encode())
+        os.close(key_write)
+        child_env = dict(os.environ, **env, WORKBOOK_REPORT=report, WORKBOOK_REPORT_KEY_FD=str(key_read))
         start = time.monotonic()
         # A new session, so a timeout kills the sanitizer and the program it started.
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=child_env,
-                                   start_new_session=True)
+        try:
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=child_env,
+                                       start_new_session=True, pass_fds=(key_read,))
+        finally:
+            os.close(key_read)
         try:
             output, _ = process.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -133,5 +186,5 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
             parse_sanitizer_output(text, result)
         if os.path.exists(report):
             with open(report, encoding="utf-8", errors="replace") as f:
-                parse_records(f.read(), result)
+                parse_records(f.read(), result, key)
     return result

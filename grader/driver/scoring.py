@@ -20,6 +20,7 @@ COMPILE_ERROR = "compile_error"
 MISSING = "missing"
 NOT_RUN = "not_run"     # performance, when correctness did not pass
 SKIPPED = "skipped"     # performance under --sanitize; tests skipped for want of a GPU
+TAMPERED = "tampered"   # the report held records the grader program did not write
 
 STATUS_LABELS = {
     PASSED: "passed",
@@ -31,6 +32,7 @@ STATUS_LABELS = {
     MISSING: "missing",
     NOT_RUN: "not timed",
     SKIPPED: "skipped",
+    TAMPERED: "REPORT TAMPERED",
 }
 
 # CUDA errors after which the process cannot go on: the kernel crashed.
@@ -202,8 +204,32 @@ def _messages(phase: PhaseResult) -> List[str]:
     return [m for r in phase.records for m in r.get("messages", [])]
 
 
+def _tampering(phase: PhaseResult) -> Optional[ComponentResult]:
+    """A verdict when the authenticated report shows interference: lines the grader program did
+    not write, or an exit with status 0 before its last record. None otherwise."""
+    if phase.forged_lines:
+        return ComponentResult("", TAMPERED, 0, 0,
+                               f"the report holds {phase.forged_lines} line(s) the grader did not write",
+                               f"The grader program's report file holds {phase.forged_lines} line(s) that its "
+                               "listener did not write, or that arrive out of order; the first:\n  "
+                               f"{phase.first_forged}\nThe grader's records are authenticated per run with a key "
+                               "only it holds, so results written by other code never count. Something in the "
+                               "submission wrote to the report file, or read the grader's key before it could.")
+    if phase.authenticated and not phase.run_completed and phase.returncode == 0 and not phase.timed_out:
+        where = f" during \"{phase.unfinished_test}\"" if phase.unfinished_test else ""
+        return ComponentResult("", FAILED, 0, 0, "the program exited before it finished its tests",
+                               f"The grader program exited with status 0{where} before it finished its tests: "
+                               "something in the submission ended the process (exit(), _exit(), quick_exit()). "
+                               "Graded code must return to its caller; a task counts only when the grader "
+                               "finishes its checks.")
+    return None
+
+
 def _crash(phase: PhaseResult, lesson_slug: str) -> Optional[ComponentResult]:
     """A crash or a hang, if the phase had one; None when the program ran to the end."""
+    tampered = _tampering(phase)
+    if tampered:
+        return tampered
     where = f" in \"{phase.unfinished_test}\"" if phase.unfinished_test else ""
     if phase.timed_out:
         return ComponentResult("", TIMED_OUT, 0, 0, f"timed out after {phase.timeout_s:g} s{where}",

@@ -3,6 +3,12 @@
 /// writes a "start" record when it begins and an "end" record when it ends, one JSON object
 /// per line, flushed at once. A test that crashes or hangs leaves a start without an end,
 /// which tells the driver which test it was.
+///
+/// The channel is authenticated per run: the driver hands the program a fresh key through a
+/// pipe (never the environment), and every line carries a sequence number and an HMAC-SHA256
+/// under that key (sign_record). A last "run_end" record says the program finished its tests.
+/// A line written by anything else, replayed or out of order does not verify, and the driver
+/// reports the task as tampered with; an exit before "run_end" does not pass.
 #pragma once
 
 #include <string>
@@ -28,5 +34,16 @@ std::string format_record(const TestRecord& record);
 
 /// \p text as a JSON string literal, quotes included.
 std::string json_quote(const std::string& text);
+
+/// A formatted record (format_record) with its sequence number and, when \p key is given, its
+/// MAC: `{..., "seq": N, "mac": "<hex>"}`, the MAC taken over the line up to and including
+/// `"seq": N}`. The driver checks both (grader/driver/runner.py, parse_records).
+std::string sign_record(const std::string& line, long sequence, const std::string* key);
+
+/// The key the driver gave this run, read once at start-up from the pipe WORKBOOK_REPORT_KEY_FD
+/// names, before the submission's own static initialisers run; nullptr when the program runs
+/// without a driver. An empty key means the pipe was given but held nothing (someone read it
+/// first): the records then fail to verify, and the driver says so.
+const std::string* report_key();
 
 }  // namespace grader

@@ -9,13 +9,29 @@ from helpers import phase  # noqa: F401  (puts the driver on sys.path)
 from driver.runner import PhaseResult, parse_records, parse_sanitizer_output, run_phase
 
 
+# A stand-in signs its records the way grader_main.cpp does: the key from the pipe the runner
+# gives it, a sequence number, an HMAC-SHA256 over the line up to it. raw() writes unsigned text.
+SIGNING_PROGRAM = """#!/usr/bin/env python3
+import hashlib, hmac, json, os, signal, sys, time
+report = open(os.environ['WORKBOOK_REPORT'], 'a')
+key = os.read(int(os.environ['WORKBOOK_REPORT_KEY_FD']), 256)
+sequence = [0]
+def sign(r):
+    body = json.dumps(dict(r, seq=sequence[0]))
+    sequence[0] += 1
+    return body[:-1] + ', "mac": "%s"}' % hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+def emit(**r):
+    report.write(sign(r) + '\\n'); report.flush()
+def raw(text):
+    report.write(text); report.flush()
+"""
+
+
 def fake_program(directory, body):
     """A Python script standing in for a grader program; it sees WORKBOOK_REPORT like one."""
     path = os.path.join(directory, "fake_grader")
     with open(path, "w") as f:
-        f.write("#!/usr/bin/env python3\nimport json, os, signal, sys, time\n"
-                "report = open(os.environ['WORKBOOK_REPORT'], 'a')\n"
-                "def emit(**r):\n    report.write(json.dumps(r) + '\\n'); report.flush()\n" + textwrap.dedent(body))
+        f.write(SIGNING_PROGRAM + textwrap.dedent(body))
     os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
     return path
 
@@ -51,6 +67,60 @@ class RunPhaseTest(unittest.TestCase):
             """)
         self.assertEqual(r.killed_by, "SIGSEGV")
         self.assertEqual(r.unfinished_test, "crashes")
+
+
+class AuthenticatedChannelTest(RunPhaseTest):
+    """Records count only when they carry this run's MAC, in sequence (report_record.hpp)."""
+
+    def test_signed_records_count_and_run_end_completes_the_run(self):
+        r = self.run_fake("""
+            emit(event='start', test='t', tags=['task_1'])
+            emit(event='end', test='t', tags=['task_1'], outcome='passed')
+            emit(event='run_end')
+            """)
+        self.assertTrue(r.authenticated)
+        self.assertTrue(r.run_completed)
+        self.assertEqual(r.forged_lines, 0)
+        self.assertEqual([x["outcome"] for x in r.records], ["passed"])
+
+    def test_a_line_written_by_someone_else_does_not_count(self):
+        r = self.run_fake("""
+            emit(event='start', test='t', tags=['task_1'])
+            raw(json.dumps({'event': 'end', 'test': 't', 'tags': ['task_1'], 'outcome': 'passed', 'seq': 1}) + '\\n')
+            emit(event='end', test='t', tags=['task_1'], outcome='failed')
+            emit(event='run_end')
+            """)
+        self.assertEqual(r.forged_lines, 1)
+        self.assertIn('"outcome": "passed"', r.first_forged)
+        self.assertEqual([x["outcome"] for x in r.records], ["failed"])
+
+    def test_replayed_and_reordered_lines_do_not_count(self):
+        r = self.run_fake("""
+            first = sign({'event': 'start', 'test': 't', 'tags': ['task_1']})
+            raw(first + '\\n')
+            sign({'event': 'end', 'test': 't', 'tags': ['task_1'], 'outcome': 'failed'})  # never written
+            later = sign({'event': 'run_end'})
+            raw(first + '\\n' + later + '\\n')
+            """)
+        self.assertEqual(r.forged_lines, 2)  # the replayed start, then run_end out of sequence
+        self.assertEqual(r.records, [])
+        self.assertFalse(r.run_completed)
+
+    def test_a_key_read_by_someone_else_leaves_nothing_that_verifies(self):
+        r = self.run_fake("""
+            key = b''  # as if the submission had emptied the pipe first
+            emit(event='start', test='t', tags=['task_1'])
+            emit(event='run_end')
+            """)
+        self.assertEqual(r.forged_lines, 2)
+        self.assertFalse(r.run_completed)
+
+    def test_the_key_is_not_in_the_environment(self):
+        r = self.run_fake("""
+            emit(event='start', test=' '.join(sorted(k for k in os.environ if 'KEY' in k)), tags=[])
+            emit(event='run_end')
+            """)
+        self.assertEqual(r.unfinished_test, "WORKBOOK_REPORT_KEY_FD")  # its number only, never the key
 
 
 class ParseTest(unittest.TestCase):

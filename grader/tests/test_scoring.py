@@ -26,6 +26,28 @@ class CorrectnessTest(unittest.TestCase):
         # The manifest's tiered hints are shown one at a time by progress.py, never all at once.
         self.assertNotIn("Use i < n.", r.details)
 
+    def test_forged_report_lines_fail_loudly_whatever_the_records_say(self):
+        r = self.judge(phase(("passed", [], {}), authenticated=True, run_completed=True, forged_lines=2,
+                             first_forged='{"event": "end", "outcome": "passed"}'))
+        self.assertEqual((r.status, r.score), (scoring.TAMPERED, 0))
+        self.assertIn("2 line(s) the grader did not write", r.summary)
+        self.assertIn('"outcome": "passed"', r.details)
+        perf = judge_performance(lesson().tasks[0], self.judge(phase(("passed", [], {}))),
+                                 phase(("passed", [], {"fraction_of_copy_bandwidth": 9.0}), authenticated=True,
+                                       run_completed=True, forged_lines=1), "01_vector_add")
+        self.assertEqual((perf.status, perf.score), (scoring.TAMPERED, 0))
+
+    def test_an_exit_with_status_0_before_the_last_record_does_not_pass(self):
+        r = self.judge(phase(("passed", [], {}), authenticated=True, run_completed=False, returncode=0))
+        self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
+        self.assertIn("exited before it finished its tests", r.summary)
+        r = self.judge(phase(authenticated=True, run_completed=False, returncode=0, unfinished_test="t"))
+        self.assertIn('during "t"', r.details)
+        # Finished runs, and runs without a key (a program run by hand), are judged as before.
+        self.assertEqual(self.judge(phase(("passed", [], {}), authenticated=True, run_completed=True)).status,
+                         scoring.PASSED)
+        self.assertEqual(self.judge(phase(("passed", [], {}))).status, scoring.PASSED)
+
     def test_not_implemented_is_its_own_verdict(self):
         r = self.judge(phase(("not_implemented", ["not implemented yet: vector_add wrote nothing"], {})))
         self.assertEqual((r.status, r.score), (scoring.NOT_IMPLEMENTED, 0))
