@@ -71,8 +71,8 @@ class ManifestTest(unittest.TestCase):
         lessons = load_manifest(ROOT / "lessons" / "manifest.json")
         self.assertTrue(lessons)
         for lesson in lessons:
-            # A student release has no solutions/ (tools/make_release.sh).
-            for tree in ["exercises"] + (["solutions"] if (ROOT / "solutions").is_dir() else []):
+            # A student release has the solutions of the published lessons only (tools/make_release.py).
+            for tree in ["exercises"] + (["solutions"] if (ROOT / "solutions" / lesson.slug).is_dir() else []):
                 for source in lesson.sources:
                     self.assertTrue((ROOT / tree / lesson.slug / source).is_file(), f"{tree}/{lesson.slug}/{source}")
             self.assertTrue((ROOT / "lessons" / lesson.slug / "README.md").is_file())
