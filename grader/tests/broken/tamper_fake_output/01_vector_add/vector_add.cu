@@ -1,5 +1,6 @@
 // Broken variant (tampering): prints a Catch2 "All tests passed" and JSON records on stdout and
-// stderr, while task 1 adds the wrong operand. The driver never reads the output for results.
+// stderr, while task 1 adds the wrong operand (task 3's host function launches that kernel, so it
+// fails too). The driver never reads the output for results.
 #include "vector_add.hpp"
 
 #include "workbook/workbook.hpp"
