@@ -17,7 +17,7 @@ from pathlib import Path
 _REASONS = [
     re.compile(r"needs a GPU: (?P<why>.+)"),
     re.compile(r"SKIPPED:\s*\n\s*explicitly with message:\s*\n\s*(?P<why>.+)"),
-    re.compile(r"No GPU to run on: (?P<why>[^\n]+?)\.(?:\s|$)"),  # ./grade, ./sweep
+    re.compile(r"No GPU to run on: (?P<why>[^\n]+?)\.(?:\)|\s|$)"),  # ./grade, ./sweep, quoted in parentheses
 ]
 _GPU_WORDS = re.compile(r"GPU|CUDA|NVIDIA|driver|device", re.I)
 
