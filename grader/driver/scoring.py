@@ -342,7 +342,7 @@ def judge_performance(task: Task, correctness: ComponentResult, phase: Optional[
         return None
     points = task.performance_points
     if not correctness.passed:
-        return ComponentResult("performance", NOT_RUN, 0, points, "not timed: correctness must pass first")
+        return ComponentResult("performance", NOT_RUN, 0, points, "correctness must pass first")
     if phase is None:
         return ComponentResult("performance", SKIPPED, 0, points, "not timed (--sanitize or --no-timing)")
     crash = _crash(phase, lesson_slug)
@@ -405,6 +405,6 @@ def lesson_not_gradable(lesson: Lesson, status: str, summary: str, details: str)
         performance = None
         if task.performance_points:
             performance = ComponentResult("performance", NOT_RUN, 0, task.performance_points,
-                                          "not timed: correctness must pass first")
+                                          "correctness must pass first")
         tasks.append(TaskResult(task, correctness, performance))
     return LessonResult(lesson, tasks)
