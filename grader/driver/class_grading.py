@@ -347,6 +347,24 @@ def time_limit(lessons: List[Lesson], timeout: Optional[float]) -> float:
     return 300 + sum(3 * (timeout or lesson.timeout_s) * len(lesson.tasks) for lesson in lessons)
 
 
+# The gradings under way. Each runs in a session of its own (so a time limit kills its whole
+# process group), which also keeps it from Ctrl-C: stop_gradings() stops them instead.
+_RUNNING: set = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def stop_gradings() -> int:
+    """Kills every grading under way; returns how many there were."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for process in running:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return len(running)
+
+
 def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir: Path, seed: int,
               lessons: List[Lesson], gpu: Optional[str]) -> Tuple[int, str, float]:
     """Runs ./grade on one submission's tree; returns its exit status (or None when stopped at the
@@ -364,6 +382,8 @@ def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir
     start = time.monotonic()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                                start_new_session=True)
+    with _RUNNING_LOCK:
+        _RUNNING.add(process)
     try:
         output, _ = process.communicate(timeout=limit)
         code = process.returncode
@@ -371,6 +391,9 @@ def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
         code = None
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(process)
     text = output.decode(errors="replace")
     if code is None:
         text += f"\n\ngrade-class: the grading did not finish within {limit:.0f} s and was stopped.\n"
@@ -448,8 +471,17 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
     threads = [threading.Thread(target=worker, args=(gpu,), daemon=True) for gpu in workers]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(0.5)
+    except KeyboardInterrupt:
+        while not work.empty():  # no worker starts another
+            work.get_nowait()
+        stopped = stop_gradings()
+        print(f"\nInterrupted: stopped {stopped} grading(s) under way. Run the same command again to go on; "
+              "the submissions graded so far are kept.", flush=True)
+        raise
 
 
 # ---------------------------------------------------------------------------------------------
@@ -672,6 +704,13 @@ def slurm_submit(root: Path, args, paths: Paths, names: List[str], seed: int, le
 
 
 def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
+    try:
+        return grade_class(argv, root)
+    except KeyboardInterrupt:
+        return 130
+
+
+def grade_class(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
     root = Path(root or Path(__file__).resolve().parents[2])
     args = parse_args(sys.argv[1:] if argv is None else argv)
     submissions_dir = Path(args.submissions).expanduser().resolve()

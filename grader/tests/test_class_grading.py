@@ -197,6 +197,55 @@ class GradebookTest(Temp):
         self.assertEqual(cg.grade_result("a", 1, "", 1.0, LESSONS, paths)["status"], "graded")
 
 
+class InterruptTest(Temp):
+    def test_ctrl_c_stops_the_gradings_under_way(self):
+        """A grading runs in a session of its own (for its time limit), so Ctrl-C does not reach it:
+        grade-class must stop it, not leave it running on the GPU."""
+        import signal
+        import subprocess
+        import time
+        fake_root = self.tmp / "root"
+        fake_root.mkdir()
+        pid_file = self.tmp / "pid"
+        (fake_root / "grade").write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                                         "time.sleep(120)\n")
+        driver = self.tmp / "driver.py"
+        driver.write_text(
+            "import sys, types\n"
+            f"sys.path.insert(0, {str(ROOT / 'grader')!r})\n"
+            "from pathlib import Path\n"
+            "from driver import class_grading as cg\n"
+            "from driver.manifest import load_manifest, select_lessons\n"
+            f"lessons = select_lessons(load_manifest(Path({str(ROOT)!r}) / 'lessons' / 'manifest.json'), ['01'])\n"
+            "args = types.SimpleNamespace(gpus='0', per_gpu=1, no_timing=True, timeout=None)\n"
+            f"paths = cg.Paths(Path({str(self.tmp / 'out')!r}))\n"
+            "intakes = {'alice': {'taken': [['x', 'y', 1]], 'digest': 'd'}}\n"
+            "try:\n"
+            f"    cg.grade_submissions(Path({str(fake_root)!r}), args, ['alice'], paths, Path('/nonexistent'), 1, "
+            "lessons, intakes, {})\n"
+            "except KeyboardInterrupt:\n"
+            "    sys.exit(130)\n")
+        process = subprocess.Popen([sys.executable, str(driver)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            self.assertLess(time.monotonic(), deadline, "the fake grading never started")
+            time.sleep(0.1)
+        grading = int(pid_file.read_text())
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=30)
+        self.assertEqual(process.returncode, 130, output)
+        self.assertIn(b"stopped 1 grading(s) under way", output)
+        def alive(pid):  # a zombie waiting for its parent (or init) to reap it is dead too
+            try:
+                return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            except OSError:
+                return False
+        deadline = time.monotonic() + 10
+        while alive(grading) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertFalse(alive(grading), "the grading under way was left running")
+
+
 class CommandLineTest(Temp):
     def test_bad_arguments(self):
         self.assertEqual(cg.main([str(self.tmp / "nowhere")], ROOT), cg.EXIT_USAGE)
