@@ -353,15 +353,32 @@ _RUNNING: set = set()
 _RUNNING_LOCK = threading.Lock()
 
 
+def stop(process: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """Stops one ./grade: SIGTERM first, so it stops the grader program it runs (which has a
+    session of its own: runner.exit_on_sigterm), then SIGKILL if it is still there."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        if wait is None:
+            return
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def stop_gradings() -> int:
-    """Kills every grading under way; returns how many there were."""
+    """Stops every grading under way; returns how many there were."""
     with _RUNNING_LOCK:
         running = list(_RUNNING)
-    for process in running:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    threads = [threading.Thread(target=stop, args=(process,)) for process in running]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     return len(running)
 
 
@@ -388,7 +405,7 @@ def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir
         output, _ = process.communicate(timeout=limit)
         code = process.returncode
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        stop(process)
         output, _ = process.communicate()
         code = None
     finally:

@@ -22,7 +22,7 @@ from .file_lock import LockError
 from .gpu_lock import GpuLock
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
-from .runner import PhaseResult, run_phase
+from .runner import PhaseResult, exit_on_sigterm, run_phase
 from .scoring import (COMPILE_ERROR, MISSING, SKIPPED, STATUS_LABELS, GradeRun, LessonResult, TaskResult,
                       judge_correctness, judge_performance, lesson_not_gradable, near_threshold,
                       note_other_processes)
@@ -322,6 +322,7 @@ def watch(argv: List[str], root: Path, lessons: List[Lesson], tree_dir: Path, po
 def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
     root = Path(root or Path(__file__).resolve().parents[2])
     argv = sys.argv[1:] if argv is None else argv
+    exit_on_sigterm()
     args = parse_args(argv, root)
     try:
         lessons = select_lessons(load_manifest(root / "lessons" / "manifest.json"), args.lessons)

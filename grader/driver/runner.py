@@ -15,6 +15,7 @@ import secrets
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -177,6 +178,12 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
             result.timed_out = True
             os.killpg(process.pid, signal.SIGKILL)
             output, _ = process.communicate()
+        except BaseException:
+            # Ctrl-C, or SIGTERM from ./grade-class (exit_on_sigterm): the program runs in a session
+            # of its own, so nothing else would stop it, and a hung kernel would keep the GPU.
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
         result.elapsed_s = time.monotonic() - start
         result.pid = process.pid
         result.returncode = process.returncode
@@ -188,3 +195,12 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
             with open(report, encoding="utf-8", errors="replace") as f:
                 parse_records(f.read(), result, key)
     return result
+
+
+def exit_on_sigterm() -> None:
+    """Makes SIGTERM end the process through SystemExit, so run_phase stops the program it runs
+    (./grade-class stops a grading this way)."""
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+    if threading.current_thread() is threading.main_thread():  # only there can a handler be set
+        signal.signal(signal.SIGTERM, handler)

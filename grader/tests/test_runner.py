@@ -123,6 +123,38 @@ class AuthenticatedChannelTest(RunPhaseTest):
         self.assertEqual(r.unfinished_test, "WORKBOOK_REPORT_KEY_FD")  # its number only, never the key
 
 
+class StopTest(unittest.TestCase):
+    def test_sigterm_stops_the_program_under_way(self):
+        """The program runs in a session of its own (for its deadline): when ./grade is stopped
+        (SIGTERM from ./grade-class, or Ctrl-C), run_phase must stop it too."""
+        import signal
+        import subprocess
+        import sys
+        import time
+        from pathlib import Path
+        with tempfile.TemporaryDirectory() as d:
+            pid_file = os.path.join(d, "pid")
+            program = fake_program(d, f"open({pid_file!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n")
+            driver = os.path.join(d, "driver.py")
+            with open(driver, "w") as f:
+                f.write(f"import sys\nsys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+                        "from driver.runner import exit_on_sigterm, run_phase\nexit_on_sigterm()\n"
+                        f"run_phase({program!r}, '[task_1]', seed=1, timeout_s=100, env={{}})\n")
+            process = subprocess.Popen([sys.executable, driver])
+            deadline = time.monotonic() + 30
+            while not (os.path.exists(pid_file) and open(pid_file).read()):
+                self.assertLess(time.monotonic(), deadline, "the program never started")
+                time.sleep(0.1)
+            pid = int(open(pid_file).read())
+            process.send_signal(signal.SIGTERM)
+            self.assertEqual(process.wait(timeout=30), 128 + signal.SIGTERM)
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                state = "gone"
+            self.assertIn(state, ("Z", "gone"), "the program was left running")
+
+
 class ParseTest(unittest.TestCase):
     def test_a_line_cut_short_by_a_crash_is_ignored(self):
         r = PhaseResult()
