@@ -471,7 +471,10 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
     status = EXIT_OK
     for lesson in with_sweep:
         runs = [("student", tree)]
-        if not args.no_reference and tree != "solutions" and "solutions" in index.get("trees", {}):
+        # The reference runs beside the student's code only where solutions/ has the lesson: a
+        # student release holds the solutions of the lessons published so far, or none.
+        reference_sweeps = index.get("trees", {}).get("solutions", {}).get("sweeps", {})
+        if not args.no_reference and tree != "solutions" and lesson.slug in reference_sweeps:
             runs.append(("reference", "solutions"))
         elif tree == "solutions":
             runs = [("reference", "solutions")]

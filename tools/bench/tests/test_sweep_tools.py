@@ -672,6 +672,26 @@ class LeftOutTest(unittest.TestCase):
         self.assertIn("Left out", out.getvalue())
         self.assertIn("student matmul_challenge: crashed (exit 1:", out.getvalue())
 
+    def test_no_reference_where_solutions_lacks_the_lesson(self):
+        """A student release with other lessons' solutions published: the student's code is swept
+        alone, and nothing is said about a missing reference program."""
+        with tempfile.TemporaryDirectory() as d:
+            program, log = fake_matmul(d, "cuda", "matmul_challenge", "check")
+            index = {"trees": {"mine": {"sweeps": {"03_matmul": program}},
+                               "solutions": {"sweeps": {"01_vector_add": program}}}}
+            device = subprocess.CompletedProcess([], 0, stdout=b'{"name": "NVIDIA H200", "copy_bandwidth_gbps": 4255}')
+            err = io.StringIO()
+            with mock.patch.object(sweep_cli.build, "prepare", return_value=(index, "mine")), \
+                    mock.patch.object(sweep_cli, "query_device", return_value=device), \
+                    contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                sweep_cli.main(["03", "--no-build", "--tree", d, "--out", d], root=ROOT)
+            runs = log.read_text().splitlines()
+            rows = read_sweep(Path(d) / "03_matmul.csv")
+        self.assertEqual(len(runs), 2)  # student, student again without the crashed challenge
+        self.assertFalse([r for r in runs if "--implementation reference" in r])
+        self.assertNotIn("reference", {r["implementation"] for r in rows})
+        self.assertNotIn("no sweep program", err.getvalue())
+
     def test_a_run_after_a_crash_keeps_the_first_calibration(self):
         with tempfile.TemporaryDirectory() as d:
             log = Path(d) / "runs.log"
