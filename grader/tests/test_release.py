@@ -157,25 +157,26 @@ class OutsideACheckoutTest(ReleaseCase):
 class LeakCheckTest(ReleaseCase):
     """The check that no file of a release repeats a withheld solution."""
 
-    SOLUTION = """__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+    # Made-up code: the real solutions must not be quoted here, or the release would hold them.
+    SOLUTION = """__global__ void saxpy(float a, const float* x, float* y, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] + b[i];
+  if (i < n) y[i] = a * x[i] + y[i];
 }
 
-void vector_add_host(const float* a, const float* b, float* c, int n) {
+void saxpy_host(float a, const float* x, float* y, int n) {
   if (n <= 0) return;
-  workbook::DeviceBuffer<float> d_a(n), d_b(n), d_c(n);
-  WORKBOOK_CUDA_CHECK(cudaMemcpy(d_a.data(), a, d_a.bytes(), cudaMemcpyHostToDevice));
-  WORKBOOK_CUDA_CHECK(cudaMemcpy(d_b.data(), b, d_b.bytes(), cudaMemcpyHostToDevice));
-  const int block = 256;
+  workbook::DeviceBuffer<float> d_x(n), d_y(n);
+  WORKBOOK_CUDA_CHECK(cudaMemcpy(d_x.data(), x, d_x.bytes(), cudaMemcpyHostToDevice));
+  WORKBOOK_CUDA_CHECK(cudaMemcpy(d_y.data(), y, d_y.bytes(), cudaMemcpyHostToDevice));
+  const int threads = 128;
 }
 """
-    EXERCISE = """__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+    EXERCISE = """__global__ void saxpy(float a, const float* x, float* y, int n) {
   // TODO(task 1)
 }
 
-void vector_add_host(const float* a, const float* b, float* c, int n) {
-  // TODO(task 3)
+void saxpy_host(float a, const float* x, float* y, int n) {
+  // TODO(task 2)
 }
 """
 
@@ -184,21 +185,20 @@ void vector_add_host(const float* a, const float* b, float* c, int n) {
         for name, text in files.items():
             (self.tmp / name).parent.mkdir(parents=True, exist_ok=True)
             (self.tmp / name).write_text(text)
-        return tool.leaks(self.tmp, {"01_vector_add/vector_add.cu": self.SOLUTION},
-                          {"01_vector_add/vector_add.cu": self.EXERCISE})
+        return tool.leaks(self.tmp, {"09_saxpy/saxpy.cu": self.SOLUTION},
+                          {"09_saxpy/saxpy.cu": self.EXERCISE})
 
     def test_a_lesson_quoting_the_solution_is_caught(self):
         quoted = "# Lesson\n\n```cpp\n" + "\n".join(self.SOLUTION.splitlines()[5:11]) + "\n```\n"
-        found = self.leaks({"exercises/01_vector_add/vector_add.cu": self.EXERCISE,
-                            "lessons/01_vector_add/README.md": quoted,
-                            "solutions/02_multiply_add/multiply_add.cu": "// published\n" + self.SOLUTION})
-        self.assertEqual(found, ["lessons/01_vector_add/README.md repeats lines of solutions/01_vector_add/vector_add.cu",
-                                 "solutions/02_multiply_add/multiply_add.cu repeats lines of "
-                                 "solutions/01_vector_add/vector_add.cu"])
+        found = self.leaks({"exercises/09_saxpy/saxpy.cu": self.EXERCISE,
+                            "lessons/09_saxpy/README.md": quoted,
+                            "solutions/10_axpby/axpby.cu": "// published\n" + self.SOLUTION})
+        self.assertEqual(found, ["lessons/09_saxpy/README.md repeats lines of solutions/09_saxpy/saxpy.cu",
+                                 "solutions/10_axpby/axpby.cu repeats lines of solutions/09_saxpy/saxpy.cu"])
 
     def test_the_exercise_and_a_few_shared_lines_are_not_leaks(self):
         few = "\n".join(self.SOLUTION.splitlines()[7:10])  # three lines in a row: boilerplate
-        self.assertEqual(self.leaks({"exercises/01_vector_add/vector_add.cu": self.EXERCISE,
+        self.assertEqual(self.leaks({"exercises/09_saxpy/saxpy.cu": self.EXERCISE,
                                      "common/src/buffers.cu": few + "\n"}), [])
 
 
