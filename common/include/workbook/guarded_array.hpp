@@ -43,8 +43,7 @@ struct GuardReport {
 GuardReport inspect_guards(const std::vector<std::uint32_t>& before, const std::vector<std::uint32_t>& after,
                            std::uint32_t pattern);
 
-/// Guard elements on each side for this run: 4096, or 0 when the program started under the
-/// sanitizer (sanitizer_run(): WORKBOOK_SANITIZE set at start-up).
+/// Guard elements on each side for this run: 4096, or 0 when WORKBOOK_SANITIZE is set.
 std::size_t default_guard_elements();
 
 /// \p n floats on the device with guard regions on both sides.
