@@ -48,18 +48,18 @@ struct Problem {
 
 int blocks_for(std::size_t n, int block) { return static_cast<int>((n + block - 1) / block); }
 
-// Launches \p launch once on a mid-sized problem: an output nobody wrote means the task is
-// still the untouched skeleton.
+// Launches \p launch once on a mid-sized problem (\p what names that launch): an output nobody
+// wrote ends the test as "wrote nothing", which the driver calls "not implemented yet" only when
+// the task's code is still the skeleton.
 template <class Launch>
-void require_implemented(const char* function, int task, Launch launch) {
+void require_writes(const std::string& what, Launch launch) {
   Problem p(1000);
-  launch(p);
-  grader::synchronize(std::string(function) + " on n = 1000");
+  const auto trace = grader::trace([&] { launch(p); });
+  grader::synchronize(what);
   const auto out = grader::read_back(p.c);
   const auto comparison = workbook::compare_to_reference(out.values.data(), p.expected.data(), 1000, kExact);
   if (grader::nothing_written(comparison, out.guards)) {
-    grader::not_implemented(std::string(function) + " wrote no element of c (TODO(task " + std::to_string(task) +
-                            ") in exercises/01_vector_add/vector_add.cu)");
+    grader::wrote_nothing(what + " ran and wrote nothing: " + grader::untouched_output("c", 1000), trace);
   }
 }
 
@@ -98,7 +98,7 @@ void measure_bandwidth(Launch launch) {
 
 TEST_CASE("Task 1: vector_add is correct for every size and block size", "[task_1]") {
   grader::require_gpu();
-  require_implemented("vector_add", 1, [](Problem& p) {
+  require_writes("vector_add<<<4, 256>>> on n = 1000", [](Problem& p) {
     vector_add<<<blocks_for(1000, 256), 256>>>(p.a.data(), p.b.data(), p.c.data(), 1000);
     WORKBOOK_CHECK_LAUNCH();
   });
@@ -126,7 +126,7 @@ TEST_CASE("Task 1: vector_add bandwidth", "[task_1][perf]") {
 
 TEST_CASE("Task 2: vector_add_grid_stride is correct for grids smaller and larger than n", "[task_2]") {
   grader::require_gpu();
-  require_implemented("vector_add_grid_stride", 2, [](Problem& p) {
+  require_writes("vector_add_grid_stride<<<2, 128>>> on n = 1000", [](Problem& p) {
     vector_add_grid_stride<<<2, 128>>>(p.a.data(), p.b.data(), p.c.data(), 1000);
     WORKBOOK_CHECK_LAUNCH();
   });
@@ -252,7 +252,8 @@ TEST_CASE("Task 3: vector_add_host does the whole round trip", "[task_3]") {
     const auto comparison = workbook::compare_to_reference(r.out.values.data(), r.expected.data(), 1000, kExact);
     const bool gpu_work = r.trace && (!r.trace->kernels.empty() || !r.trace->copies.empty());
     if (grader::nothing_written(comparison, r.out.guards) && !gpu_work) {
-      grader::not_implemented("vector_add_host left c untouched (TODO(task 3) in exercises/01_vector_add/vector_add.cu)");
+      grader::wrote_nothing("vector_add_host(a, b, c, 1000) returned and wrote nothing: " +
+                                grader::untouched_output("c", 1000) + "; it ran nothing on the GPU", r.trace);
     }
   }
   const std::size_t large = workbook::fit_in_free_memory(kLargeCorrectness, 3);

@@ -31,7 +31,6 @@ namespace {
 constexpr workbook::Tolerance kFmaOrNot{1e-6, 1e-6};
 constexpr std::size_t kLargeCorrectness = (std::size_t{1} << 26) + 7;  // 256 MiB per array, not a block multiple
 constexpr std::size_t kPerformanceN = std::size_t{1} << 28;             // 1 GiB per array, far beyond L2
-constexpr const char* kExercise = "exercises/02_multiply_add/multiply_add.cu";
 
 // x1, x2 and y on the device (guarded), a random b, and the expected y computed on the host
 // in double precision from the same seeded streams the device filled x1 and x2 with.
@@ -111,15 +110,19 @@ std::string launch_problems(const grader::Trace& t, int n, const LaunchConfig& c
   return text.empty() ? text : text + "\nWhat the grader saw on the GPU during the call:\n" + t.describe();
 }
 
-// True when \p run wrote nothing at all into y: the task is still the untouched skeleton.
+// Runs \p run once on n = 1000 (\p what names the call): an output nobody wrote ends the test as
+// "wrote nothing", which the driver calls "not implemented yet" only when the task's code is
+// still the skeleton.
 template <class Run>
-bool writes_nothing(Run run) {
+void require_writes(const std::string& what, Run run) {
   Problem p(1000, "probe");
-  run(p);
-  grader::synchronize("the first call, n = 1000");
+  const auto trace = grader::trace([&] { run(p); });
+  grader::synchronize(what);
   const auto out = grader::read_back(p.y);
   const auto comparison = workbook::compare_to_reference(out.values.data(), p.expected.data(), 1000, kFmaOrNot);
-  return grader::nothing_written(comparison, out.guards);
+  if (grader::nothing_written(comparison, out.guards)) {
+    grader::wrote_nothing(what + " ran and wrote nothing: " + grader::untouched_output("y", 1000), trace);
+  }
 }
 
 // Times \p launch on \p p (12 bytes per element moved) with the helper library's timer: one
@@ -152,9 +155,8 @@ void record_bandwidth(std::size_t n, const workbook::TimingStats& stats) {
 
 TEST_CASE("Task 1: multiply_add is correct for every block size and grid", "[task_1]") {
   grader::require_gpu();
-  if (writes_nothing([](Problem& p) { multiply_add<<<4, 128>>>(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n()); })) {
-    grader::not_implemented(std::string("multiply_add wrote no element of y (TODO(task 1) in ") + kExercise + ")");
-  }
+  require_writes("multiply_add<<<4, 128>>> on n = 1000",
+                 [](Problem& p) { multiply_add<<<4, 128>>>(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n()); });
   const auto info = workbook::query_device(0);
   const std::size_t large = workbook::fit_in_free_memory(kLargeCorrectness, 3);
   for (const int block : {256, 32, 64, 128, 512, 1024, 96, 1000}) {
@@ -213,10 +215,9 @@ TEST_CASE("Task 1: multiply_add bandwidth, best launch configuration", "[task_1]
 
 TEST_CASE("Task 2: launch_multiply_add launches valid configurations correctly", "[task_2]") {
   grader::require_gpu();
-  if (writes_nothing([](Problem& p) { launch_multiply_add(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n(), {256, 0}); })) {
-    grader::not_implemented(std::string("launch_multiply_add(n = 1000, block 256, grid auto) wrote no element of y "
-                                        "(TODO(task 2) in ") + kExercise + ")");
-  }
+  require_writes("launch_multiply_add(n = 1000, block 256, grid auto)", [](Problem& p) {
+    launch_multiply_add(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n(), {256, 0});
+  });
   const std::size_t large = workbook::fit_in_free_memory(kLargeCorrectness, 3);
   for (const std::size_t n : grader::test_sizes(256, large)) {
     Problem p(n, "task 2");
@@ -368,9 +369,13 @@ TEST_CASE("Task 3: time_multiply_add agrees with the helper library's event time
   grader::require_gpu();
   {
     Problem p(1000, "task 3 probe");
-    const auto stats = time_multiply_add(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n(), {256, 0}, 1, 3);
+    workbook::TimingStats stats;
+    const auto trace = grader::trace(
+        [&] { stats = time_multiply_add(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n(), {256, 0}, 1, 3); });
     if (stats.samples == 0 && stats.median_ms == 0 && stats.max_ms == 0) {
-      grader::not_implemented(std::string("time_multiply_add returned no samples (TODO(task 3) in ") + kExercise + ")");
+      grader::wrote_nothing("time_multiply_add(n = 1000, block 256, warm-up 1, 3 samples) returned an empty "
+                            "result: 0 samples, median 0 ms, max 0 ms",
+                            trace);
     }
     grader::synchronize("time_multiply_add on n = 1000");
     const auto out = grader::read_back(p.y);

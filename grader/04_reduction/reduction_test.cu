@@ -35,7 +35,6 @@
 
 namespace {
 
-constexpr const char* kExercise = "exercises/04_reduction/reduction.cu";
 
 // The tolerance factor c, calibrated on an H100 (grader/README.md, "Lesson 04's tolerance"): the
 // reference's errors stay below ceil(log2 n) * u * sum|x| (c = 1; 0.5 at most), the plain
@@ -327,7 +326,10 @@ void check_sum(const Subject& s, Data& d, Output& o) {
 // True when \p s wrote nothing into *out for a small input: the untouched skeleton.
 // A call that launched work or copied something is implemented, whatever it left in *out (a
 // last-block counter stuck on the workspace's garbage leaves *out unwritten): the checks say so.
-bool writes_nothing(const Subject& s) {
+// Calls \p s once on 1000 floats, traced: a call that ran nothing on the GPU and left *out as the
+// grader filled it ends the test as "wrote nothing", which the driver calls "not implemented
+// yet" only when the task's code is still the skeleton.
+void require_writes(const Subject& s) {
   Data d(1000, Input::Uniform, "probe");
   Output o;
   const auto trace = grader::trace([&] {
@@ -335,8 +337,14 @@ bool writes_nothing(const Subject& s) {
   });
   grader::synchronize(s.name + ", the first call");
   const auto result = grader::read_back(o.out);
-  if (trace && (!trace->kernels.empty() || !trace->memsets.empty() || !trace->copies.empty())) return false;
-  return result.guards.intact() && workbook::is_poison(result.values[0]);
+  if (trace && (!trace->kernels.empty() || !trace->memsets.empty() || !trace->copies.empty())) return;
+  if (result.guards.intact() && workbook::is_poison(result.values[0])) {
+    grader::wrote_nothing(s.name + "(in, 1000, out, workspace, " + std::to_string(kWorkspaceBytes) +
+                              ", stream) returned and wrote nothing" +
+                              (s.name == "reduce_sum_challenge" ? " (task 4 is optional)" : "") + ": " +
+                              grader::untouched_output("*out", 1) + "; it ran nothing on the GPU",
+                          trace);
+  }
 }
 
 // CUB's kernels live in the cub:: namespace (compiled into the program, not a shared library).
@@ -467,14 +475,6 @@ void check_unaligned(const Subject& s) {
                      "the first boundary (and after the last) are handled one by one."
                    : std::string()));
     }
-  }
-}
-
-// Marks the test "not implemented yet" when \p s writes nothing (the untouched skeleton).
-void require_implemented(const Subject& s, const char* task) {
-  if (writes_nothing(s)) {
-    grader::not_implemented(s.name + " wrote nothing to *out (TODO(" + task + ") in " + kExercise + ")" +
-                            (s.name == "reduce_sum_challenge" ? "; it is optional" : ""));
   }
 }
 
@@ -772,12 +772,16 @@ grader::DeviceOutput norm(const float* in, std::size_t n, Output& o) {
   return grader::read_back(o.out);
 }
 
-void require_norm_implemented() {
+// norm_l2_cub once on 1000 floats, traced: see require_writes.
+void require_norm_writes() {
   Data probe(1000, Input::Uniform, "probe");
   Output o;
-  const auto out = norm(probe.device.data(), probe.size(), o);
+  grader::DeviceOutput out;
+  const auto trace = grader::trace([&] { out = norm(probe.device.data(), probe.size(), o); });
   if (out.guards.intact() && workbook::is_poison(out.values[0])) {
-    grader::not_implemented(std::string("norm_l2_cub wrote nothing to *out (TODO(task 3) in ") + kExercise + ")");
+    grader::wrote_nothing("norm_l2_cub(in, 1000, out, workspace, " + std::to_string(kWorkspaceBytes) +
+                              ", stream) returned and wrote nothing: " + grader::untouched_output("*out", 1),
+                          trace);
   }
 }
 
@@ -788,11 +792,13 @@ TEST_CASE("Task 1: reduce_block gives every block's sum, for every power-of-two 
   {
     Data probe(1000, Input::Uniform, "probe");
     workbook::GuardedDeviceArray sums(4);
-    launch_block(probe.device.data(), probe.size(), sums.data(), 256);
+    const auto trace = grader::trace([&] { launch_block(probe.device.data(), probe.size(), sums.data(), 256); });
     grader::synchronize("reduce_block, the first launch");
     const auto out = grader::read_back(sums);
     if (out.guards.intact() && std::all_of(out.values.begin(), out.values.end(), workbook::is_poison)) {
-      grader::not_implemented(std::string("reduce_block wrote no block sum (TODO(task 1) in ") + kExercise + ")");
+      grader::wrote_nothing("reduce_block<<<4, 256, 1024 bytes>>> on n = 1000 ran and wrote nothing: " +
+                                grader::untouched_output("block_sums", 4),
+                            trace);
     }
   }
   std::vector<int> blocks{32, 64, 128, 256, 512, 1024};
@@ -824,28 +830,28 @@ TEST_CASE("Task 1: reduce_block gives the same sums run after run on fresh data"
 TEST_CASE("Task 2: reduce_sum is right for every size and input", "[task_2]") {
   grader::require_gpu();
   const Subject s = subject("reduce_sum", reduce_sum);
-  require_implemented(s, "task 2");
+  require_writes(s);
   check_sizes_and_inputs(s);
 }
 
 TEST_CASE("Task 2: reduce_sum gives 0 for n = 0, the same sum on every call, and takes any alignment", "[task_2]") {
   grader::require_gpu();
   const Subject s = subject("reduce_sum", reduce_sum);
-  require_implemented(s, "task 2");
+  require_writes(s);
   check_special_calls(s);
 }
 
 TEST_CASE("Task 2: reduce_sum runs kernels of its own, on the stream it is given", "[task_2]") {
   grader::require_gpu();
   const Subject s = subject("reduce_sum", reduce_sum);
-  require_implemented(s, "task 2");
+  require_writes(s);
   check_own_kernels_on_stream(s, "task 2");
 }
 
 TEST_CASE("Task 2: reduce_sum is right for 2^26 and 2^28 floats", "[task_2]") {
   grader::require_gpu();
   const Subject s = subject("reduce_sum", reduce_sum);
-  require_implemented(s, "task 2");
+  require_writes(s);
   check_large(s);
 }
 
@@ -858,7 +864,7 @@ TEST_CASE("Task 2: reduce_sum GB/s at 2^26 and 2^28 floats against CUB", "[task_
 
 TEST_CASE("Task 3: norm_l2_cub is the L2 norm for every size and input", "[task_3]") {
   grader::require_gpu();
-  require_norm_implemented();
+  require_norm_writes();
   Output o;
   for (const std::size_t n : correctness_sizes()) {
     for (const Input input : inputs_for()) {
@@ -893,7 +899,7 @@ TEST_CASE("Task 3: norm_l2_cub is the L2 norm for every size and input", "[task_
 
 TEST_CASE("Task 3: norm_l2_cub runs CUB's kernels, none of its own, on the stream it is given", "[task_3]") {
   grader::require_gpu();
-  require_norm_implemented();
+  require_norm_writes();
   if (grader::sanitize_mode()) return;  // the tracer cannot run under compute-sanitizer
   Output o;
   const cudaStream_t stream = student_stream();
@@ -923,7 +929,7 @@ TEST_CASE("Task 3: norm_l2_cub runs CUB's kernels, none of its own, on the strea
 
 TEST_CASE("Task 3: norm_l2_cub reports a workspace that is too small", "[task_3]") {
   grader::require_gpu();
-  require_norm_implemented();
+  require_norm_writes();
   Output o;
   Data d(std::size_t(1) << 20, Input::Uniform, "task 3 small workspace");
   bool threw = false;
@@ -951,28 +957,28 @@ TEST_CASE("Task 3: norm_l2_cub GB/s at 2^26 and 2^28 floats against CUB's Sum", 
 TEST_CASE("Task 4: reduce_sum_challenge is right for every size and input", "[task_4]") {
   grader::require_gpu();
   const Subject s = subject("reduce_sum_challenge", reduce_sum_challenge);
-  require_implemented(s, "task 4");
+  require_writes(s);
   check_sizes_and_inputs(s);
 }
 
 TEST_CASE("Task 4: reduce_sum_challenge gives 0 for n = 0, the same sum on every call, and takes any alignment", "[task_4]") {
   grader::require_gpu();
   const Subject s = subject("reduce_sum_challenge", reduce_sum_challenge);
-  require_implemented(s, "task 4");
+  require_writes(s);
   check_special_calls(s);
 }
 
 TEST_CASE("Task 4: reduce_sum_challenge runs kernels of its own, on the stream it is given", "[task_4]") {
   grader::require_gpu();
   const Subject s = subject("reduce_sum_challenge", reduce_sum_challenge);
-  require_implemented(s, "task 4");
+  require_writes(s);
   check_own_kernels_on_stream(s, "task 4");
 }
 
 TEST_CASE("Task 4: reduce_sum_challenge is right for 2^26 and 2^28 floats", "[task_4]") {
   grader::require_gpu();
   const Subject s = subject("reduce_sum_challenge", reduce_sum_challenge);
-  require_implemented(s, "task 4");
+  require_writes(s);
   check_large(s);
 }
 

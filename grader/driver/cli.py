@@ -17,7 +17,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import build, gpu_processes, progress
+from . import build, gpu_processes, progress, skeleton
 from .file_lock import LockError
 from .gpu_lock import GpuLock
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
@@ -134,8 +134,9 @@ class Grader:
     share the GPU with other gradings; performance phases have it alone (gpu_lock.py)."""
 
     def __init__(self, args: argparse.Namespace, index: dict, reference: Optional[Dict[str, str]], device: dict,
-                 seed: int, tree: str = ""):
+                 seed: int, tree: str = "", code: Optional["CodeState"] = None):
         self.args, self.index, self.reference, self.seed = args, index, reference, seed
+        self.code = code
         self.env = {"WORKBOOK_COPY_BANDWIDTH_GBPS": str(device.get("copy_bandwidth_gbps", ""))}
         if args.sanitize:
             self.env["WORKBOOK_SANITIZE"] = "1"
@@ -201,7 +202,8 @@ class Grader:
         for task in lesson.tasks:
             self._line = ""
             self._say(f"  {lesson.slug} task {task.id}: ")
-            correctness = judge_correctness(task, self._correctness(program, lesson, task), lesson.slug)
+            code = self.code.of(lesson, task) if self.code else (skeleton.UNKNOWN, "")
+            correctness = judge_correctness(task, self._correctness(program, lesson, task), lesson.slug, *code)
             self._say(f"correctness {STATUS_LABELS[correctness.status]}")
             perf_phase = reference_phase = again = None
             others: list = []
@@ -220,6 +222,22 @@ class Grader:
             self._line = ""
             results.append(TaskResult(task, correctness, performance))
         return LessonResult(lesson, results)
+
+
+class CodeState:
+    """Whether each task's code in the graded tree is still the skeleton (skeleton.py), and
+    where that code is, as the student would name it."""
+
+    def __init__(self, root: Path, tree_dir: Path):
+        self.tree_dir, self.skeletons = tree_dir, skeleton.load(root)
+        where = os.path.relpath(tree_dir)
+        self.shown = where if not where.startswith("..") else str(tree_dir)
+
+    def of(self, lesson: Lesson, task) -> Tuple[str, str]:
+        known = self.skeletons.get(lesson.slug, {}).get(str(task.id), {})
+        place = (f"{known.get('function') or 'the code'} (TODO(task {task.id}) in "
+                 f"{os.path.join(self.shown, lesson.slug, known.get('file') or lesson.sources[0])})")
+        return skeleton.state(self.skeletons, self.tree_dir, lesson.slug, task.id), place
 
 
 def build_lessons(build_dir: Path, lessons: List[Lesson], tree: str, tree_dir: Path, programs: Dict[str, str],
@@ -424,7 +442,7 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
     seed = args.seed or random.randrange(1, 2**31)
     print(f"Grading {tree_dir} with seed {seed} on {device.get('name')} "
           f"(copy bandwidth {float(device.get('copy_bandwidth_gbps', 0)):.0f} GB/s)", flush=True)
-    grader = Grader(args, index, reference, device, seed, tree)
+    grader = Grader(args, index, reference, device, seed, tree, code=CodeState(root, tree_dir))
     lesson_results = [cannot_grade(lesson, tree_dir, programs, compile_failures)
                       or grader.grade_lesson(lesson, programs[lesson.slug]) for lesson in lessons]
 

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from . import skeleton
 from .manifest import Lesson, Task
 from .runner import PhaseResult
 
@@ -21,6 +22,10 @@ MISSING = "missing"
 NOT_RUN = "not_run"     # performance, when correctness did not pass
 SKIPPED = "skipped"     # performance under --sanitize; tests skipped for want of a GPU
 TAMPERED = "tampered"   # the report held records the grader program did not write
+
+# The outcome a grader program reports for a test that ended because the call wrote nothing at
+# all (grader::wrote_nothing). Whether that is "not implemented yet" only the source can say.
+WROTE_NOTHING = "wrote_nothing"
 
 STATUS_LABELS = {
     PASSED: "passed",
@@ -251,8 +256,12 @@ def _crash(phase: PhaseResult, lesson_slug: str) -> Optional[ComponentResult]:
     return None
 
 
-def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str) -> ComponentResult:
-    """Full correctness points when every test of the task passed; a verdict otherwise."""
+def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str, code: str = skeleton.UNKNOWN,
+                      where: str = "") -> ComponentResult:
+    """Full correctness points when every test of the task passed; a verdict otherwise.
+    \p code says whether the task's code is still the skeleton (skeleton.UNTOUCHED, CHANGED or
+    UNKNOWN) and \p where names it: a call that wrote nothing is "not implemented yet" only in
+    an untouched skeleton, and a failure with the grader's facts in code the student wrote."""
     points = task.correctness_points
     # The sanitizer's findings first: memcheck stops a kernel it catches, which then looks
     # like a crash, but the findings say where and why.
@@ -271,9 +280,18 @@ def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str) -> Compo
                                "The grader program ran no test for this task (exit code "
                                f"{phase.returncode}). Output:\n{phase.output_tail}")
     outcomes = [r.get("outcome") for r in records]
-    if NOT_IMPLEMENTED in outcomes:
-        message = next(m for r in records if r.get("outcome") == NOT_IMPLEMENTED for m in r.get("messages", []))
-        return ComponentResult("correctness", NOT_IMPLEMENTED, 0, points, "not implemented yet", message)
+    if WROTE_NOTHING in outcomes:
+        facts = "\n".join(next(r.get("messages", []) for r in records if r.get("outcome") == WROTE_NOTHING))
+        facts = facts.strip() or "the call wrote nothing"
+        if code == skeleton.UNTOUCHED:
+            return ComponentResult("correctness", NOT_IMPLEMENTED, 0, points, "not implemented yet",
+                                   f"{where or 'The code'} is still the skeleton: fill in its TODO.")
+        if code == skeleton.CHANGED:
+            return ComponentResult("correctness", FAILED, 0, points, facts.splitlines()[0][:100],
+                                   facts + f"\n(Your code for this task, {where}, is no longer the skeleton, so "
+                                   "this is graded as a failure: the call ran and wrote nothing.)"
+                                   if where else facts)
+        return ComponentResult("correctness", FAILED, 0, points, facts.splitlines()[0][:100], facts)
     failed = [r for r in records if r.get("outcome") == "failed"]
     if failed:
         message = "\n".join(failed[0].get("messages", []))

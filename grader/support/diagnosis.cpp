@@ -13,6 +13,12 @@ bool nothing_written(const workbook::ComparisonReport& comparison, const workboo
   return comparison.count > 0 && comparison.unwritten == comparison.count && guards.intact();
 }
 
+std::string untouched_output(const std::string& name, std::size_t n, bool guarded) {
+  return (n == 1 ? name + " still holds" : "all " + std::to_string(n) + " elements of " + name + " still hold") +
+         " the NaN the grader filled " + (n == 1 ? "it" : "them") + " with" +
+         (guarded ? ", and nothing around " + name + " changed" : "");
+}
+
 namespace {
 
 // Writes past the end: which pattern do they form?

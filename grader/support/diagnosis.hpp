@@ -26,4 +26,9 @@ std::string diagnose(const workbook::ComparisonReport& comparison, const workboo
 /// True when nothing at all was written: every element still poisoned, guards intact.
 bool nothing_written(const workbook::ComparisonReport& comparison, const workbook::GuardReport& guards);
 
+/// What an output left alone looks like, in words: "all 1000 elements of c still hold the NaN
+/// the grader filled them with, and nothing around c changed" (the last part only when the
+/// output is \p guarded, so that the grader saw its surroundings).
+std::string untouched_output(const std::string& name, std::size_t n, bool guarded = true);
+
 }  // namespace grader

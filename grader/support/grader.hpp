@@ -1,6 +1,6 @@
 /// \file
 /// What a lesson's grader tests use besides Catch2: the GPU requirement, the run's seed,
-/// test sizes, metrics for the scoreboard, and the "not implemented yet" verdict.
+/// test sizes, metrics for the scoreboard, and the "wrote nothing" outcome.
 /// The grader driver (./grade) runs each task in its own process and reads the records the
 /// listener in grader_main.cpp writes; see grader/README.md.
 #pragma once
@@ -31,11 +31,15 @@ void record_metric(const std::string& name, double value);
 /// The metrics recorded in the current test case (read by the listener).
 const std::vector<std::pair<std::string, double>>& recorded_metrics();
 
-/// Marks the current test "not implemented yet" and ends it as a failure with \p what.
-[[noreturn]] void not_implemented(const std::string& what);
+/// Ends the current test as a failure with the outcome "wrote nothing": the call under test
+/// ran and left its output exactly as the grader filled it. \p facts says which call, on what
+/// problem, and what it did (tracer.hpp's wrote_nothing adds the trace). Only the driver can
+/// tell whether that is the untouched skeleton ("not implemented yet") or code the student
+/// wrote (a failure with these facts): it compares the source with grader/skeletons.json.
+[[noreturn]] void wrote_nothing(const std::string& facts);
 
-/// True when the current test was marked not implemented (read by the listener).
-bool marked_not_implemented();
+/// True when the current test ended through wrote_nothing() (read by the listener).
+bool marked_wrote_nothing();
 
 /// Clears the per-test state; the listener calls it when a test case starts.
 void reset_test_state();

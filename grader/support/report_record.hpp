@@ -22,7 +22,7 @@ struct TestRecord {
   std::string event;                 ///< "start", "end", "fatal", or "wait" / "waited" around a GPU wait
   std::string test;                  ///< the test case's name
   std::vector<std::string> tags;     ///< its tags without brackets, e.g. "task_1", "perf"
-  std::string outcome;               ///< for "end": passed, failed, skipped or not_implemented
+  std::string outcome;               ///< for "end": passed, failed, skipped or wrote_nothing
   std::vector<std::string> messages; ///< failure, skip or fatal-signal messages
   std::vector<std::pair<std::string, double>> metrics;  ///< recorded metrics
   std::string what;                  ///< for "wait": what the test waits for

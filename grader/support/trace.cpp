@@ -2,6 +2,8 @@
 // Nothing here touches CUPTI or the GPU, so all of it is unit-tested in CI.
 #include "tracer.hpp"
 
+#include "grader.hpp"
+
 #include <cxxabi.h>
 
 #include <algorithm>
@@ -231,6 +233,10 @@ std::string Trace::describe() const {
   std::string text = out.str();
   if (!text.empty()) text.pop_back();
   return text;
+}
+
+void wrote_nothing(const std::string& what, const std::optional<Trace>& trace) {
+  wrote_nothing(trace ? what + ".\nWhat the call did on the GPU:\n" + trace->describe() : what + ".");
 }
 
 }  // namespace grader

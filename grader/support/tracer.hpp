@@ -141,6 +141,11 @@ std::string plain_call_name(const std::string& callback_name);
 /// "_Z10vector_addPKfS0_Pfi" -> "vector_add". \p signature receives the full demangled text.
 std::string kernel_short_name(const std::string& mangled, std::string* signature = nullptr);
 
+/// Ends the current test with the outcome "wrote nothing" (grader.hpp): \p what says which call
+/// left which output untouched, and \p trace, when there is one, what the call did on the GPU
+/// (the kernels it launched, its copies, allocations and waits).
+[[noreturn]] void wrote_nothing(const std::string& what, const std::optional<Trace>& trace);
+
 /// Thrown when the tracer cannot start (no CUPTI, another tool holds it).
 class TracerUnavailable : public std::runtime_error {
 public:

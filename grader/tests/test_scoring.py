@@ -3,7 +3,7 @@ crashes and hangs named as such."""
 import unittest
 
 from helpers import lesson, matmul_lesson, phase
-from driver import scoring
+from driver import scoring, skeleton
 from driver.scoring import judge_correctness, judge_performance
 
 
@@ -48,10 +48,25 @@ class CorrectnessTest(unittest.TestCase):
                          scoring.PASSED)
         self.assertEqual(self.judge(phase(("passed", [], {}))).status, scoring.PASSED)
 
-    def test_not_implemented_is_its_own_verdict(self):
-        r = self.judge(phase(("not_implemented", ["not implemented yet: vector_add wrote nothing"], {})))
-        self.assertEqual((r.status, r.score), (scoring.NOT_IMPLEMENTED, 0))
-        self.assertIn("vector_add wrote nothing", r.details)
+    def test_wrote_nothing_is_not_implemented_only_in_the_untouched_skeleton(self):
+        facts = "vector_add<<<4, 256>>> on n = 1000 ran and wrote nothing: all 1000 elements of c still hold ..."
+        where = "vector_add (TODO(task 1) in exercises/01_vector_add/vector_add.cu)"
+        record = phase(("wrote_nothing", [facts], {}))
+        untouched = judge_correctness(self.task, record, "01_vector_add", skeleton.UNTOUCHED, where)
+        self.assertEqual((untouched.status, untouched.score, untouched.summary),
+                         (scoring.NOT_IMPLEMENTED, 0, "not implemented yet"))
+        self.assertIn(where, untouched.details)
+        # Code the student wrote that writes nothing is a failure, told with the grader's facts.
+        changed = judge_correctness(self.task, record, "01_vector_add", skeleton.CHANGED, where)
+        self.assertEqual((changed.status, changed.score), (scoring.FAILED, 0))
+        self.assertEqual(changed.summary, facts[:100])
+        self.assertIn(facts, changed.details)
+        self.assertIn("no longer the skeleton", changed.details)
+        self.assertNotIn("not implemented", changed.summary + changed.details)
+        # Without a record of the skeleton nothing proves it untouched: the facts, no label.
+        unknown = self.judge(record)
+        self.assertEqual(unknown.status, scoring.FAILED)
+        self.assertIn(facts, unknown.details)
 
     def test_a_timeout_names_the_test_that_hung(self):
         r = self.judge(phase(timed_out=True, timeout_s=30, unfinished_test="Task 1: correct"))

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from driver import build
+from driver import build, skeleton
 from driver.cli import query_device, resolve_tree
 from driver.file_lock import LockError
 from driver.gpu_lock import GpuLock
@@ -264,7 +264,22 @@ def describe_failure(run: SweepRun, program: str, doing: str) -> str:
     return f"crashed ({how}: {last}) {doing}" if last else f"crashed ({how}) {doing}"
 
 
-def sweep_implementation(program: str, implementation: str, options: List[str], env: Dict[str, str]) -> Swept:
+def label_untouched(errors: str, tree_dir: Path, slug: str, skeletons: dict) -> str:
+    """A sweep program says "OP (student) is not timed: it wrote nothing"; where OP's task is
+    still the untouched skeleton of exercises/ that is "not implemented yet" (skeleton.py)."""
+    tasks = {entry.get("function"): int(task_id) for task_id, entry in skeletons.get(slug, {}).items()}
+
+    def relabel(match: "re.Match") -> str:
+        task_id = tasks.get(match.group(1))
+        if task_id is None or skeleton.state(skeletons, tree_dir, slug, task_id) != skeleton.UNTOUCHED:
+            return match.group(0)
+        return f"{match.group(1)} (student) is not timed: not implemented yet (TODO(task {task_id}) is untouched)"
+
+    return re.sub(r"(\w+) \(student\) is not timed: it wrote nothing[^\n]*", relabel, errors)
+
+
+def sweep_implementation(program: str, implementation: str, options: List[str], env: Dict[str, str],
+                         relabel=lambda errors: errors) -> Swept:
     """Runs one implementation's sweep program to the end, leaving out each function that
     crashes or hangs: the rows already received are kept, and the program runs again with
     --skip and every function left out so far. Stops when a run names no new function to
@@ -278,7 +293,7 @@ def sweep_implementation(program: str, implementation: str, options: List[str], 
         run = run_sweep(program, implementation,
                         options + list(passes) + (["--skip", ",".join(skip)] if skip else []), env)
         if run.errors.strip():
-            print(run.errors.rstrip(), file=sys.stderr)
+            print(relabel(run.errors).rstrip(), file=sys.stderr)
         for row in run.rows:
             rows.setdefault(row_key(row), row)  # the first measurement of each is kept
         passes = passes or run.passes  # a run after a crash keeps the first calibration
@@ -468,6 +483,7 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
             options += [flag, str(value)]
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
+    skeletons = skeleton.load(root)
     status = EXIT_OK
     for lesson in with_sweep:
         runs = [("student", tree)]
@@ -504,8 +520,10 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
             # a run after a crash times them again and the repeats are dropped, so none is lost.
             try:
                 with gpu.exclusive():
-                    swept = sweep_implementation(program, implementation, options + list(passes) +
-                                                 ([] if not transfers_done else ["--no-transfers"]), env)
+                    swept = sweep_implementation(
+                        program, implementation, options + list(passes) +
+                        ([] if not transfers_done else ["--no-transfers"]), env,
+                        lambda errors: label_untouched(errors, tree_dir, lesson.slug, skeletons))
             except LockError as e:
                 print(f"sweep: {e}", file=sys.stderr)
                 return EXIT_BUILD

@@ -80,5 +80,8 @@ void norm_l2_cub(const float* in, std::size_t n, float* out, void* workspace, st
 
 void reduce_sum_challenge(const float* in, std::size_t n, float* out, void* workspace, std::size_t workspace_bytes,
                           cudaStream_t stream) {
+  // TODO(task 4): optional challenge. reduce_sum again, as fast as CUB (97% of cub::DeviceReduce::Sum)
+  // at 2^26 and 2^28 floats, with your own kernels only; any n and any alignment of `in` (it need not
+  // start on a 16-byte boundary). Lesson sections: "More work per thread", "Task 4".
   (void)in, (void)n, (void)out, (void)workspace, (void)workspace_bytes, (void)stream;
 }
