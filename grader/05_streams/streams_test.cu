@@ -715,8 +715,10 @@ TEST_CASE("Task 2: compute_then_copy's copy waits for the kernel, for every n", 
   grader::require_gpu();
   {
     TwoStages probe(1000);
-    std::optional<grader::Trace> trace = grader::trace([&] { probe.run(); });
-    grader::synchronize("compute_then_copy, the first call");
+    std::optional<grader::Trace> trace = grader::trace([&] {
+      probe.run();
+      grader::synchronize("compute_then_copy, the first call");
+    });
     const bool untouched = workbook::compare_to_reference(probe.host_out.data(), probe.expected.data(), probe.n,
                                                           workbook::Tolerance{}).unwritten == probe.n;
     if (untouched && !(trace && did_anything(*trace))) {
@@ -881,8 +883,10 @@ TEST_CASE("Task 3: transform_batches gives every batch's result", "[task_3]") {
   grader::require_gpu();
   {
     Batches probe({1000, 2000}, kCheckWork);
-    const auto trace = grader::trace([&] { probe.run(); });
-    grader::synchronize("transform_batches, the first call");
+    const auto trace = grader::trace([&] {
+      probe.run();
+      grader::synchronize("transform_batches, the first call");
+    });
     const auto got = probe.out.download();
     const bool untouched = workbook::compare_to_reference(got.data(), probe.expected.data(), probe.n,
                                                           workbook::Tolerance{}).unwritten == probe.n;

@@ -230,14 +230,17 @@ class CodeState:
 
     def __init__(self, root: Path, tree_dir: Path):
         self.tree_dir, self.skeletons = tree_dir, skeleton.load(root)
-        where = os.path.relpath(tree_dir)
-        self.shown = where if not where.startswith("..") else str(tree_dir)
+        try:  # exercises/... for the student's own tree, wherever ./grade runs from
+            self.shown = str(Path(tree_dir).resolve().relative_to(Path(root).resolve()))
+        except ValueError:
+            self.shown = str(tree_dir)
 
     def of(self, lesson: Lesson, task) -> Tuple[str, str]:
+        """The task's state, and "function in path/to/file.cu" for the verdict."""
         known = self.skeletons.get(lesson.slug, {}).get(str(task.id), {})
-        place = (f"{known.get('function') or 'the code'} (TODO(task {task.id}) in "
-                 f"{os.path.join(self.shown, lesson.slug, known.get('file') or lesson.sources[0])})")
-        return skeleton.state(self.skeletons, self.tree_dir, lesson.slug, task.id), place
+        path = os.path.join(self.shown, lesson.slug, known.get("file") or lesson.sources[0])
+        return (skeleton.state(self.skeletons, self.tree_dir, lesson.slug, task.id),
+                f"{known['function']} in {path}" if known.get("function") else path)
 
 
 def build_lessons(build_dir: Path, lessons: List[Lesson], tree: str, tree_dir: Path, programs: Dict[str, str],

@@ -259,8 +259,8 @@ def _crash(phase: PhaseResult, lesson_slug: str) -> Optional[ComponentResult]:
 def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str, code: str = skeleton.UNKNOWN,
                       where: str = "") -> ComponentResult:
     """Full correctness points when every test of the task passed; a verdict otherwise.
-    \p code says whether the task's code is still the skeleton (skeleton.UNTOUCHED, CHANGED or
-    UNKNOWN) and \p where names it: a call that wrote nothing is "not implemented yet" only in
+    `code` says whether the task's code is still the skeleton (skeleton.UNTOUCHED, CHANGED or
+    UNKNOWN) and `where` names it: a call that wrote nothing is "not implemented yet" only in
     an untouched skeleton, and a failure with the grader's facts in code the student wrote."""
     points = task.correctness_points
     # The sanitizer's findings first: memcheck stops a kernel it catches, which then looks
@@ -285,12 +285,11 @@ def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str, code: st
         facts = facts.strip() or "the call wrote nothing"
         if code == skeleton.UNTOUCHED:
             return ComponentResult("correctness", NOT_IMPLEMENTED, 0, points, "not implemented yet",
-                                   f"{where or 'The code'} is still the skeleton: fill in its TODO.")
+                                   f"{where or 'The code'} is still the skeleton: fill in its TODO(task {task.id}).")
         if code == skeleton.CHANGED:
             return ComponentResult("correctness", FAILED, 0, points, facts.splitlines()[0][:100],
-                                   facts + f"\n(Your code for this task, {where}, is no longer the skeleton, so "
-                                   "this is graded as a failure: the call ran and wrote nothing.)"
-                                   if where else facts)
+                                   facts + (f"\n({where} is no longer the skeleton, so a call that writes nothing is "
+                                            "a failure.)" if where else ""))
         return ComponentResult("correctness", FAILED, 0, points, facts.splitlines()[0][:100], facts)
     failed = [r for r in records if r.get("outcome") == "failed"]
     if failed:

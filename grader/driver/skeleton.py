@@ -74,7 +74,7 @@ class TaskCode:
 
 
 def task_code(text: str, task_id: int) -> Optional[TaskCode]:
-    """The code of the block that holds `TODO(task N)` in \\p text, or None when the marker is
+    """The code of the block that holds `TODO(task N)` in text, or None when the marker is
     not in a comment there or stands outside every block."""
     mask = _code_mask(text)
     marker = re.compile(rf"TODO\(task {task_id}\)")
@@ -107,7 +107,7 @@ def task_code(text: str, task_id: int) -> Optional[TaskCode]:
 
 
 def record(root: Path, lessons: List[Lesson]) -> Dict[str, Dict[str, dict]]:
-    """The skeleton of every task of \\p lessons, read from root/exercises."""
+    """The skeleton of every task of lessons, read from root/exercises."""
     out: Dict[str, Dict[str, dict]] = {}
     for lesson in lessons:
         tasks: Dict[str, dict] = {}
@@ -131,7 +131,7 @@ def load(root: Path = ROOT) -> Dict[str, Dict[str, dict]]:
 
 
 def state(skeletons: Dict[str, Dict[str, dict]], tree_dir: Path, slug: str, task_id: int) -> str:
-    """UNTOUCHED, CHANGED or UNKNOWN for task \\p task_id of lesson \\p slug in \\p tree_dir."""
+    """UNTOUCHED, CHANGED or UNKNOWN for task task_id of lesson slug in tree_dir."""
     known = skeletons.get(slug, {}).get(str(task_id))
     if not known:
         return UNKNOWN
