@@ -64,7 +64,7 @@ public:
 void set_wait_reporter(std::function<void(const std::string& what, bool done)> reporter);
 
 /// Sizes every correctness test covers, in increasing order: 1, warp size -1/0/+1, \p block
-/// -1/0/+1, a prime that is not a multiple of any block size, two seeded random sizes, and
+/// -1/0/+1, 1000 and a prime that are not multiples of any block size, two seeded random sizes, and
 /// \p large (skipped under the sanitizer).
 std::vector<std::size_t> test_sizes(int block, std::size_t large);
 
