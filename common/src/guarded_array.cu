@@ -3,6 +3,7 @@
 
 #include "workbook/compare.hpp"
 #include "workbook/random.hpp"
+#include "workbook/startup_environment.hpp"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -29,10 +30,7 @@ void fill_words_device(void* words, std::size_t count, std::uint32_t bits) {
   WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-std::size_t default_guard_elements() {
-  const char* sanitize = std::getenv("WORKBOOK_SANITIZE");
-  return sanitize != nullptr && *sanitize != '\0' && *sanitize != '0' ? 0 : 4096;
-}
+std::size_t default_guard_elements() { return sanitizer_run() ? 0 : 4096; }
 
 GuardReport inspect_guards(const std::vector<std::uint32_t>& before, const std::vector<std::uint32_t>& after,
                            std::uint32_t pattern) {

@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 
 @dataclass
@@ -43,11 +43,18 @@ class PhaseResult:
     wait_durations_s: List[float] = field(default_factory=list)
     open_wait: Optional[Tuple[str, float]] = None
     # The authenticated channel (report_record.hpp): whether the run had a key, whether its last
-    # record ("run_end") arrived, and the lines that did not verify (forged, replayed, reordered).
+    # record ("run_end") arrived and how many test cases it counted, and the lines that do not
+    # count: forged_lines of them in all (the first kept for the verdict), of which out_of_sequence
+    # carry the grader's MAC but not the next sequence number (replayed, moved, or after lines that
+    # were removed). key_problem: what the program said when it found no whole key in its pipe.
     authenticated: bool = False
+    report_found: bool = False
     run_completed: bool = False
+    run_test_cases: Optional[int] = None
     forged_lines: int = 0
+    out_of_sequence: int = 0
     first_forged: str = ""
+    key_problem: str = ""
 
     @property
     def killed_by(self) -> Optional[str]:
@@ -66,51 +73,71 @@ class PhaseResult:
         return merged
 
 
-_SIGNED = re.compile(r'^(.*), "mac": "([0-9a-f]{64})"\}$')
+_SIGNED = re.compile(rb'^(.*), "mac": "([0-9a-f]{64})"\}$', re.DOTALL)
 
 
-def verify_line(line: str, key: str, sequence: int) -> Optional[dict]:
-    """The record when `line` carries the next sequence number and a MAC under `key`; else None."""
+def _json(line: bytes) -> Optional[dict]:
+    try:
+        record = json.loads(line.decode("utf-8", errors="replace"))
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def verify_line(line: bytes, key: bytes) -> Optional[dict]:
+    """The record `line` holds when it carries a MAC under `key` over its bytes up to the MAC
+    (report_record.hpp, sign_record); else None. Its sequence number is the caller's to check.
+    The MAC is checked on the bytes as written, before any decoding: a message that is not UTF-8
+    (a student's exception text may hold anything) verifies like any other."""
     signed = _SIGNED.match(line)
     if not signed:
         return None
-    body = signed.group(1) + "}"
-    expected = hmac.new(key.encode(), body.encode(), hashlib.sha256).hexdigest()
+    body = signed.group(1) + b"}"
+    expected = hmac.new(key, body, hashlib.sha256).hexdigest().encode()
     if not hmac.compare_digest(expected, signed.group(2)):
         return None
-    try:
-        record = json.loads(body)
-    except ValueError:
-        return None
-    return record if record.get("seq") == sequence else None
+    return _json(body)
 
 
-def parse_records(text: str, result: PhaseResult, key: Optional[str] = None) -> None:
+def _shown(line: bytes) -> str:
+    return line.decode("utf-8", errors="replace")[:300]
+
+
+def parse_records(text: Union[str, bytes], result: PhaseResult, key: Optional[str] = None) -> None:
     """Fills result.records, unfinished_test and fatal_signal from the report file's lines. With
     a key, only lines that verify, in sequence, count; the others are counted as forged, except
-    a last line cut short by a crash."""
+    a last line cut short by a crash (the run never reached its last record): anything after the
+    last record counts as forged."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
     open_test = None
-    lines = text.split("\n")
+    lines = data.split(b"\n")
     complete = lines[:-1]  # every line the program finished writing ends with a newline
     cut_short = lines[-1]
     result.authenticated = key is not None
+    key_bytes = key.encode() if key is not None else b""
     sequence = 0
     for line in complete + ([cut_short] if cut_short and key is None else []):
         if key is not None:
-            record = verify_line(line, key, sequence)
-            if record is None:
+            record = verify_line(line, key_bytes)
+            if record is None or record.get("seq") != sequence or result.run_completed:
                 result.forged_lines += 1
-                result.first_forged = result.first_forged or line[:300]
+                result.first_forged = result.first_forged or _shown(line)
+                if record is not None:
+                    result.out_of_sequence += 1
+                elif not result.key_problem:
+                    # The program's own records say when it found no whole key (nothing verifies then).
+                    result.key_problem = str((_json(line) or {}).get("key_problem", "") or "")
                 continue
             sequence += 1
         else:
-            try:
-                record = json.loads(line)
-            except ValueError:
+            record = _json(line)
+            if record is None:
                 continue  # a line cut short by a crash
         event = record.get("event")
         if event == "run_end":
             result.run_completed = True
+            if isinstance(record.get("test_cases"), int):
+                result.run_test_cases = record["test_cases"]
         if event == "wait":
             result.open_wait = (record.get("what", ""), float(record.get("t", 0.0)))
         elif event == "waited" and result.open_wait is not None:
@@ -123,6 +150,10 @@ def parse_records(text: str, result: PhaseResult, key: Optional[str] = None) -> 
             open_test = None
         elif event == "fatal":
             result.fatal_signal = "; ".join(record.get("messages", [])) or "a fatal signal"
+    if key is not None and cut_short and result.run_completed:
+        # The program finished its records, so no crash cut this line short: someone else wrote it.
+        result.forged_lines += 1
+        result.first_forged = result.first_forged or _shown(cut_short)
     result.unfinished_test = open_test
 
 
@@ -159,7 +190,8 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
     with tempfile.TemporaryDirectory(prefix="workbook-grade-") as tmp:
         report = os.path.join(tmp, "report.jsonl")
         command = list(sanitizer or []) + [program, test_spec, "--rng-seed", str(seed), "--reporter", "compact"]
-        # This run's key goes through a pipe the program reads at start-up, not the environment.
+        # This run's key goes through a pipe the program reads at start-up, not the environment:
+        # 32 random bytes as 64 hex digits (report_record.hpp, kReportKeyChars).
         key = secrets.token_hex(32)
         key_read, key_write = os.pipe()
         os.write(key_write, key.encode())
@@ -192,7 +224,8 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
         if sanitizer:
             parse_sanitizer_output(text, result)
         if os.path.exists(report):
-            with open(report, encoding="utf-8", errors="replace") as f:
+            result.report_found = True
+            with open(report, "rb") as f:  # the MACs are over the bytes as written
                 parse_records(f.read(), result, key)
     return result
 

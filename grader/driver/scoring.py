@@ -209,24 +209,48 @@ def _messages(phase: PhaseResult) -> List[str]:
     return [m for r in phase.records for m in r.get("messages", [])]
 
 
+def _lines(n: int) -> str:
+    return f"{n} line" if n == 1 else f"{n} lines"
+
+
 def _tampering(phase: PhaseResult) -> Optional[ComponentResult]:
     """A verdict when the authenticated report shows interference: lines the grader program did
-    not write, or an exit with status 0 before its last record. None otherwise."""
+    not write (or not there), or an exit with status 0 before its last record. None otherwise."""
     if phase.forged_lines:
-        return ComponentResult("", TAMPERED, 0, 0,
-                               f"the report holds {phase.forged_lines} line(s) the grader did not write",
-                               f"The grader program's report file holds {phase.forged_lines} line(s) that its "
-                               "listener did not write, or that arrive out of order; the first:\n  "
-                               f"{phase.first_forged}\nThe grader's records are authenticated per run with a key "
-                               "only it holds, so results written by other code never count. Something in the "
-                               "submission wrote to the report file, or read the grader's key before it could.")
+        n = phase.forged_lines
+        if phase.key_problem:
+            # Under compute-sanitizer the program is the sanitizer's child: it must pass the pipe on.
+            launcher = (" (or compute-sanitizer, which started the program, did not pass the pipe on)"
+                        if phase.sanitizer_tool else "")
+            return ComponentResult(
+                "", TAMPERED, 0, 0, "the grader program could not read its key, so nothing it reported counts",
+                f"The grader program found no whole key in the pipe the driver gave it ({phase.key_problem}). It "
+                "reads that pipe at start-up, before any of the submission's own code runs (unless that code asks "
+                "to run earlier still), and nothing else should touch it; so something read or closed the pipe "
+                f"first{launcher}. None of the {_lines(n)} of its report can be authenticated, so none counts; the "
+                f"first:\n  {phase.first_forged}")
+        replayed = ""
+        if phase.out_of_sequence:
+            replayed = (f" ({phase.out_of_sequence} of them copies of lines the grader wrote, out of their place: "
+                        "replayed, moved, or after lines that were removed)")
+        return ComponentResult(
+            "", TAMPERED, 0, 0, f"the report file holds {_lines(n)} the grader did not write",
+            f"The report file holds {_lines(n)} the grader did not write{replayed}, the first:\n"
+            f"  {phase.first_forged}\nThe grader program's results are authenticated per run, so results "
+            "written by other code do not count.")
     if phase.authenticated and not phase.run_completed and phase.returncode == 0 and not phase.timed_out:
-        where = f" during \"{phase.unfinished_test}\"" if phase.unfinished_test else ""
-        return ComponentResult("", FAILED, 0, 0, "the program exited before it finished its tests",
-                               f"The grader program exited with status 0{where} before it finished its tests: "
-                               "something in the submission ended the process (exit(), _exit(), quick_exit()). "
-                               "Graded code must return to its caller; a task counts only when the grader "
-                               "finishes its checks.")
+        if phase.unfinished_test:
+            when = f" during \"{phase.unfinished_test}\""
+        elif phase.records:
+            when = f" after {len(phase.records)} of its tests"
+        elif phase.report_found:
+            when = " before its first test"
+        else:
+            when = " before its first test (its report file is missing: never written, or removed)"
+        return ComponentResult("", FAILED, 0, 0, "the grader program exited with status 0 before it finished its tests",
+                               f"The grader program exited with status 0{when} before it finished its tests "
+                               "(something in the submission ended the process, e.g. exit()). Graded code must "
+                               "return to its caller; a task counts only when the grader finishes its checks.")
     return None
 
 
@@ -239,7 +263,10 @@ def _crash(phase: PhaseResult, lesson_slug: str) -> Optional[ComponentResult]:
     if phase.timed_out:
         return ComponentResult("", TIMED_OUT, 0, 0, f"timed out after {phase.timeout_s:g} s{where}",
                                timeout_details(phase))
-    text = "\n".join(_messages(phase)) + "\n" + phase.output_tail
+    # The program's output says how a run that went wrong ended; a run that finished its records
+    # with no failure is judged by those alone, so printed text cannot turn it into a crash.
+    finished_clean = phase.run_completed and not any(r.get("outcome") == "failed" for r in phase.records)
+    text = "\n".join(_messages(phase)) + ("" if finished_clean else "\n" + phase.output_tail)
     for code in _CUDA_ERROR.findall(text):
         if code in _CRASH_ERRORS:
             advice = ("" if phase.sanitizer_tool else
@@ -253,6 +280,14 @@ def _crash(phase: PhaseResult, lesson_slug: str) -> Optional[ComponentResult]:
         tail = "\n".join(phase.output_tail.splitlines()[-8:])
         return ComponentResult("", CRASHED, 0, 0, f"crashed{where}: {cause}",
                                f"The program ended abnormally ({cause}). Last output:\n{tail}")
+    if phase.authenticated and not phase.run_completed and phase.records:
+        # Between two tests, with a status other than 0 (0 is _tampering's): the tests after them
+        # never ran, so the ones that passed do not make the task pass.
+        tail = "\n".join(phase.output_tail.splitlines()[-8:])
+        return ComponentResult("", CRASHED, 0, 0,
+                               f"the program ended with status {phase.returncode} before it finished its tests",
+                               f"The grader program ended with status {phase.returncode} after "
+                               f"{len(phase.records)} of its tests, before it finished them. Last output:\n{tail}")
     return None
 
 

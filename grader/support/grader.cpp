@@ -4,6 +4,7 @@
 #include "workbook/cuda_check.hpp"
 #include "workbook/device_info.hpp"
 #include "workbook/random.hpp"
+#include "workbook/startup_environment.hpp"
 
 #include <catch2/catch_get_random_seed.hpp>
 #include <catch2/catch_test_macros.hpp>
@@ -46,10 +47,7 @@ std::uint64_t seed_for(const std::string& name) {
   return workbook::mix64(seed() ^ std::hash<std::string>{}(name));
 }
 
-bool sanitize_mode() {
-  const char* value = std::getenv("WORKBOOK_SANITIZE");
-  return value != nullptr && *value != '\0' && *value != '0';
-}
+bool sanitize_mode() { return workbook::sanitizer_run(); }
 
 void record_metric(const std::string& name, double value) { state().metrics.emplace_back(name, value); }
 

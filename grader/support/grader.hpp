@@ -22,7 +22,9 @@ std::uint64_t seed();
 /// A seed for one named input of one test, derived from the run's seed.
 std::uint64_t seed_for(const std::string& name);
 
-/// True when running under compute-sanitizer (./grade --sanitize): small sizes, no guards.
+/// True when running under compute-sanitizer (./grade --sanitize): small sizes, no guards. Read from
+/// the environment the program started with (workbook::sanitizer_run), so a setenv in the code
+/// being graded cannot switch checks off.
 bool sanitize_mode();
 
 /// Records a number for the scoreboard (e.g. "fraction_of_copy_bandwidth").

@@ -1,6 +1,7 @@
 // main() of every grader program: Catch2's session plus a listener that writes the
-// report records (report_record.hpp) to the file named by WORKBOOK_REPORT. Without that
-// variable the program is an ordinary Catch2 test program: run it by hand to debug.
+// report records (report_record.hpp) to the file named by WORKBOOK_REPORT, each signed with
+// the key the driver passed through a pipe, both taken at start-up (report_record.cpp). Without
+// that variable the program is an ordinary Catch2 test program: run it by hand to debug.
 #include "grader.hpp"
 #include "report_record.hpp"
 
@@ -11,7 +12,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 namespace {
@@ -21,7 +21,7 @@ public:
   using Catch::EventListenerBase::EventListenerBase;
 
   void testRunStarting(const Catch::TestRunInfo&) override {
-    if (const char* path = std::getenv("WORKBOOK_REPORT")) file_ = std::fopen(path, "a");
+    if (const char* path = grader::report_path()) file_ = std::fopen(path, "a");
     if (file_ != nullptr) {
       grader::set_wait_reporter([this](const std::string& what, bool done) {
         grader::TestRecord record;
@@ -37,6 +37,7 @@ public:
     grader::set_wait_reporter(nullptr);
     grader::TestRecord end;
     end.event = "run_end";  // the program finished its tests: an exit before this does not pass
+    end.test_cases = test_cases_;
     write(end);
     if (file_ != nullptr) std::fclose(file_);
     file_ = nullptr;
@@ -44,6 +45,7 @@ public:
 
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
     grader::reset_test_state();
+    ++test_cases_;
     current_ = grader::TestRecord{};
     current_.test = info.name;
     for (const Catch::Tag& tag : info.tags) current_.tags.emplace_back(tag.original.data(), tag.original.size());
@@ -101,6 +103,7 @@ private:
 
   std::FILE* file_ = nullptr;
   long sequence_ = 0;
+  long test_cases_ = 0;
   grader::TestRecord current_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };

@@ -5,8 +5,11 @@ marks), the untouched exercises (all "not implemented yet") and each broken vari
 lesson 01 (caught, with the right diagnosis). With --sanitize, the same under compute-sanitizer.
 
 Expectations: {"<lesson slug>": {"<task id>": {"correctness": STATUS or
-{"status": STATUS, "contains": [text that must appear in the verdict], "hints": [hint ids]},
-"performance": ...}}}
+{"status": STATUS, "contains": [text that must appear in the verdict], "hints": [hint ids],
+"metrics": {"<metric>": {"min": number, "max": number}}}, "performance": ...}}}
+
+Metrics: each listed metric must be among the component's metrics in results.json and within
+its bounds (either may be left out), e.g. a fraction of the copy bandwidth that stays honest.
 
 Hints: every verdict's "Hint [id]" labels must be exactly the "hints" listed for it (none when
 none are listed), in every component of the run, so the suite shows both that each hint fires
@@ -61,6 +64,12 @@ def check(results: dict, expected: dict) -> list:
                 for text in want.get("contains", []):
                     if text not in test["output"]:
                         problems.append(f"{where}: the verdict does not mention {text!r}:\n{test['output']}")
+                metrics = test["extra_data"].get("metrics", {})
+                for metric, bounds in want.get("metrics", {}).items():
+                    value = metrics.get(metric)
+                    low, high = bounds.get("min", float("-inf")), bounds.get("max", float("inf"))
+                    if not isinstance(value, (int, float)) or not low <= value <= high:
+                        problems.append(f"{where}: metric {metric} is {value}, expected within [{low}, {high}]")
                 points = test["extra_data"].get("points", test["max_score"])  # optional tasks: max_score 0
                 if want["status"] == "passed" and test["score"] != points:
                     problems.append(f"{where}: passed with {test['score']} of {points} points")

@@ -109,6 +109,19 @@ class CheckGradesTest(unittest.TestCase):
             "status": "crashed", "contains": ["timed out"]}}}}))
         self.assertTrue(check(results, {"01_vector_add": {"3": {"correctness": "passed"}}}))
 
+    def test_a_metric_out_of_its_bounds_is_reported(self):
+        results = gradescope_results(sample_run())
+        def expect(bounds):
+            return {"01_vector_add": {"1": {"performance": {
+                "status": "failed", "metrics": {"fraction_of_copy_bandwidth": bounds}}}}}
+        self.assertEqual(check(results, expect({"min": 0.005, "max": 2})), [])
+        self.assertEqual(check(results, expect({"max": 0.01})), [])
+        problems = check(results, expect({"min": 0.5}))
+        self.assertEqual(len(problems), 1)
+        self.assertIn("metric fraction_of_copy_bandwidth is 0.01, expected within [0.5, inf]", problems[0])
+        self.assertTrue(check(results, {"01_vector_add": {"1": {"correctness": {  # not recorded at all
+            "status": "passed", "metrics": {"fraction_of_copy_bandwidth": {"max": 2}}}}}}))
+
 
 if __name__ == "__main__":
     unittest.main()

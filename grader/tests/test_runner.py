@@ -1,12 +1,22 @@
-"""The process runner against stand-in programs: reports, crashes, hangs, sanitizer output."""
+"""The process runner against stand-in programs: reports, crashes, hangs, sanitizer output, and
+the authenticated report channel (forged, replayed, reordered lines; exits before the last record),
+also against a real grader program built without a GPU."""
+import hashlib
+import hmac
 import os
 import stat
 import tempfile
 import textwrap
 import unittest
 
-from helpers import phase  # noqa: F401  (puts the driver on sys.path)
-from driver.runner import PhaseResult, parse_records, parse_sanitizer_output, run_phase
+from helpers import lesson  # also puts the driver on sys.path
+from driver import scoring
+from driver.runner import PhaseResult, parse_records, parse_sanitizer_output, run_phase, verify_line
+
+
+def judge(result):
+    """The correctness verdict on a phase, as ./grade gives it."""
+    return scoring.judge_correctness(lesson().tasks[0], result, "01_vector_add")
 
 
 # A stand-in signs its records the way grader_main.cpp does: the key from the pipe the runner
@@ -36,10 +46,13 @@ def fake_program(directory, body):
     return path
 
 
-class RunPhaseTest(unittest.TestCase):
+class FakeProgram:
     def run_fake(self, body, timeout=10):
         with tempfile.TemporaryDirectory() as d:
             return run_phase(fake_program(d, body), "[task_1]", seed=7, timeout_s=timeout, env={"X": "1"})
+
+
+class RunPhaseTest(FakeProgram, unittest.TestCase):
 
     def test_records_and_arguments_arrive(self):
         r = self.run_fake("""
@@ -69,19 +82,22 @@ class RunPhaseTest(unittest.TestCase):
         self.assertEqual(r.unfinished_test, "crashes")
 
 
-class AuthenticatedChannelTest(RunPhaseTest):
+class AuthenticatedChannelTest(FakeProgram, unittest.TestCase):
     """Records count only when they carry this run's MAC, in sequence (report_record.hpp)."""
 
     def test_signed_records_count_and_run_end_completes_the_run(self):
         r = self.run_fake("""
             emit(event='start', test='t', tags=['task_1'])
             emit(event='end', test='t', tags=['task_1'], outcome='passed')
-            emit(event='run_end')
+            emit(event='run_end', test_cases=1)
             """)
         self.assertTrue(r.authenticated)
+        self.assertTrue(r.report_found)
         self.assertTrue(r.run_completed)
-        self.assertEqual(r.forged_lines, 0)
+        self.assertEqual(r.run_test_cases, 1)
+        self.assertEqual((r.forged_lines, r.out_of_sequence), (0, 0))
         self.assertEqual([x["outcome"] for x in r.records], ["passed"])
+        self.assertEqual(judge(r).status, scoring.PASSED)
 
     def test_a_line_written_by_someone_else_does_not_count(self):
         r = self.run_fake("""
@@ -90,30 +106,116 @@ class AuthenticatedChannelTest(RunPhaseTest):
             emit(event='end', test='t', tags=['task_1'], outcome='failed')
             emit(event='run_end')
             """)
-        self.assertEqual(r.forged_lines, 1)
+        self.assertEqual((r.forged_lines, r.out_of_sequence), (1, 0))
         self.assertIn('"outcome": "passed"', r.first_forged)
         self.assertEqual([x["outcome"] for x in r.records], ["failed"])
+        self.assertTrue(r.run_completed)
+        verdict = judge(r)
+        self.assertEqual((verdict.status, verdict.score), (scoring.TAMPERED, 0))
+        self.assertIn("the report file holds 1 line the grader did not write", verdict.summary)
 
-    def test_replayed_and_reordered_lines_do_not_count(self):
+    def test_a_line_appended_after_the_run_ended_does_not_count(self):
         r = self.run_fake("""
-            first = sign({'event': 'start', 'test': 't', 'tags': ['task_1']})
-            raw(first + '\\n')
-            sign({'event': 'end', 'test': 't', 'tags': ['task_1'], 'outcome': 'failed'})  # never written
-            later = sign({'event': 'run_end'})
-            raw(first + '\\n' + later + '\\n')
+            emit(event='start', test='t', tags=['task_1'])
+            emit(event='end', test='t', tags=['task_1'], outcome='failed')
+            emit(event='run_end')
+            raw(json.dumps({'event': 'end', 'test': 't', 'tags': ['task_1'], 'outcome': 'passed'}) + '\\n')
             """)
-        self.assertEqual(r.forged_lines, 2)  # the replayed start, then run_end out of sequence
-        self.assertEqual(r.records, [])
+        self.assertEqual(r.forged_lines, 1)
+        self.assertEqual(judge(r).status, scoring.TAMPERED)
+
+    def test_a_replayed_line_does_not_count(self):
+        r = self.run_fake("""
+            start = sign({'event': 'start', 'test': 't', 'tags': ['task_1']})
+            raw(start + '\\n')
+            emit(event='end', test='t', tags=['task_1'], outcome='passed')
+            raw(start + '\\n')  # a copy from earlier in the file: its MAC verifies, its number is old
+            emit(event='run_end')
+            """)
+        self.assertEqual((r.forged_lines, r.out_of_sequence), (1, 1))
+        self.assertEqual([x["outcome"] for x in r.records], ["passed"])
+        self.assertIsNone(r.unfinished_test)
+        self.assertTrue(r.run_completed)
+        self.assertEqual(judge(r).status, scoring.TAMPERED)
+
+    def test_reordered_lines_do_not_count(self):
+        r = self.run_fake("""
+            emit(event='start', test='t', tags=['task_1'])
+            end = sign({'event': 'end', 'test': 't', 'tags': ['task_1'], 'outcome': 'failed'})
+            last = sign({'event': 'run_end'})
+            raw(last + '\\n' + end + '\\n')  # the last record first, to close the run before the failure
+            """)
+        self.assertEqual((r.forged_lines, r.out_of_sequence), (1, 1))  # run_end, too early; the end is in place
+        self.assertEqual([x["outcome"] for x in r.records], ["failed"])
         self.assertFalse(r.run_completed)
+        self.assertEqual(judge(r).status, scoring.TAMPERED)
+
+    def test_a_removed_line_leaves_the_rest_out_of_sequence(self):
+        r = self.run_fake("""
+            emit(event='start', test='t', tags=['task_1'])
+            sign({'event': 'end', 'test': 't', 'tags': ['task_1'], 'outcome': 'failed'})  # never written
+            emit(event='start', test='u', tags=['task_1'])
+            emit(event='end', test='u', tags=['task_1'], outcome='passed')
+            emit(event='run_end')
+            """)
+        self.assertEqual((r.forged_lines, r.out_of_sequence), (3, 3))
+        self.assertEqual(r.records, [])
+        self.assertEqual(judge(r).status, scoring.TAMPERED)
 
     def test_a_key_read_by_someone_else_leaves_nothing_that_verifies(self):
         r = self.run_fake("""
-            key = b''  # as if the submission had emptied the pipe first
+            key = b''  # as the grader program finds it when the submission emptied the pipe first
+            emit(event='start', test='t', tags=['task_1'], key_problem='the pipe was empty')
+            emit(event='run_end', key_problem='the pipe was empty')
+            """)
+        self.assertEqual((r.forged_lines, r.out_of_sequence), (2, 0))
+        self.assertEqual(r.key_problem, "the pipe was empty")
+        self.assertFalse(r.run_completed)
+        verdict = judge(r)
+        self.assertEqual((verdict.status, verdict.score), (scoring.TAMPERED, 0))
+        self.assertIn("could not read its key", verdict.summary)
+
+    def test_an_exit_with_status_0_before_the_last_record_does_not_pass(self):
+        r = self.run_fake("""
             emit(event='start', test='t', tags=['task_1'])
+            emit(event='end', test='t', tags=['task_1'], outcome='passed')
+            emit(event='start', test='u', tags=['task_1'])
+            sys.exit(0)
+            """)
+        self.assertEqual((r.returncode, r.forged_lines, r.run_completed), (0, 0, False))
+        self.assertEqual(r.unfinished_test, "u")
+        verdict = judge(r)
+        self.assertEqual((verdict.status, verdict.score), (scoring.FAILED, 0))
+        self.assertIn('exited with status 0 during "u" before it finished its tests', verdict.details)
+        # Before it wrote anything at all (an exit in a static initialiser).
+        verdict = judge(self.run_fake("sys.exit(0)\n"))
+        self.assertEqual((verdict.status, verdict.score), (scoring.FAILED, 0))
+        self.assertIn("before its first test", verdict.details)
+
+    def test_a_line_cut_short_by_a_crash_is_not_forgery(self):
+        r = self.run_fake("""
+            emit(event='start', test='t', tags=['task_1'])
+            raw(sign({'event': 'end', 'test': 't', 'tags': ['task_1'], 'outcome': 'passed'})[:40])
+            os.kill(os.getpid(), signal.SIGSEGV)
+            """)
+        self.assertEqual(r.forged_lines, 0)
+        self.assertEqual(r.unfinished_test, "t")
+        self.assertEqual(r.killed_by, "SIGSEGV")
+        verdict = judge(r)
+        self.assertEqual((verdict.status, verdict.score), (scoring.CRASHED, 0))
+        self.assertNotIn("did not write", verdict.details)
+
+    def test_bytes_that_are_not_utf8_verify(self):
+        r = self.run_fake("""
+            body = b'{"event": "end", "test": "t", "tags": [], "outcome": "failed", "messages": ["\\xff"], "seq": 0}'
+            mac = hmac.new(key, body, hashlib.sha256).hexdigest().encode()
+            report.buffer.write(body[:-1] + b', "mac": "' + mac + b'"}\\n'); report.flush()
+            sequence[0] = 1
             emit(event='run_end')
             """)
-        self.assertEqual(r.forged_lines, 2)
-        self.assertFalse(r.run_completed)
+        self.assertEqual(r.forged_lines, 0)
+        self.assertEqual(r.records[0]["messages"], ["\ufffd"])
+        self.assertTrue(r.run_completed)
 
     def test_the_key_is_not_in_the_environment(self):
         r = self.run_fake("""
@@ -121,6 +223,110 @@ class AuthenticatedChannelTest(RunPhaseTest):
             emit(event='run_end')
             """)
         self.assertEqual(r.unfinished_test, "WORKBOOK_REPORT_KEY_FD")  # its number only, never the key
+
+
+class SignedVectorTest(unittest.TestCase):
+    """The C++ signer and this verifier agree: the same vectors are in
+    grader/support/tests/report_listener_test.cpp, where the C++ HMAC-SHA256 must produce them."""
+
+    def test_rfc_4231_vectors(self):
+        vectors = [
+            (b"\x0b" * 20, b"Hi There", "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
+            (b"Jefe", b"what do ya want for nothing?",
+             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
+            (b"\xaa" * 20, b"\xdd" * 50, "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"),
+            (bytes(range(1, 26)), b"\xcd" * 50, "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"),
+            (b"\xaa" * 131, b"Test Using Larger Than Block-Size Key - Hash Key First",
+             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"),
+        ]
+        for key, message, mac in vectors:
+            self.assertEqual(hmac.new(key, message, hashlib.sha256).hexdigest(), mac)
+
+    def test_the_signed_record_the_cpp_test_produces_verifies_here(self):
+        key = "0123456789abcdef" * 4
+        line = (b'{"event": "end", "test": "Task 1: na\xc3\xafve \xff", "tags": ["task_1"], "outcome": "passed", '
+                b'"messages": ["a \\"quoted\\"\\nline"], "t": 0.250, "metrics": {"gbps": 1.5}, "seq": 3, '
+                b'"mac": "487bceb1022663356e5d4ca0c49e45657e52ffbdd5a9da1844d13295fd2a09a3"}')
+        record = verify_line(line, key.encode())
+        self.assertIsNotNone(record)
+        self.assertEqual((record["seq"], record["test"], record["messages"]), (3, "Task 1: na\u00efve \ufffd",
+                                                                              ['a "quoted"\nline']))
+        self.assertIsNone(verify_line(line.replace(b"passed", b"PASSED"), key.encode()))
+        self.assertIsNone(verify_line(line, ("1" + key[1:]).encode()))
+
+
+# The real listener, built by CMake (grader/support/tests/report_channel_program.cpp); ctest names it.
+CHANNEL_PROGRAM = os.environ.get("WORKBOOK_REPORT_CHANNEL_PROGRAM")
+
+
+@unittest.skipUnless(CHANNEL_PROGRAM and os.path.exists(CHANNEL_PROGRAM),
+                     "WORKBOOK_REPORT_CHANNEL_PROGRAM names no built program (ctest sets it)")
+class RealProgramTest(unittest.TestCase):
+    """A grader program without a GPU, run as the driver runs one: its C++ listener signs, this
+    driver verifies, and each attack on the channel meets the real defence."""
+
+    def run_program(self, spec, **env):
+        return run_phase(CHANNEL_PROGRAM, spec, seed=1, timeout_s=60,
+                         env=dict({"WORKBOOK_COPY_BANDWIDTH_GBPS": "1234"}, **env))
+
+    def test_an_honest_run_verifies_and_completes(self):
+        r = self.run_program("[honest]")
+        self.assertEqual((r.returncode, r.forged_lines, r.key_problem), (0, 0, ""), r.output_tail)
+        self.assertTrue(r.run_completed)
+        self.assertEqual(r.run_test_cases, 1)
+        self.assertEqual([x["outcome"] for x in r.records], ["passed"])
+        metrics = r.metrics()
+        self.assertEqual(metrics["copy_bandwidth_gbps"], 1234)
+        self.assertEqual((metrics["guard_elements"], metrics["sanitize_mode"]), (4096, 0))
+        self.assertEqual(metrics["key_fd_in_environment"], 0)  # taken out once read
+        self.assertEqual(judge(r).status, scoring.PASSED)
+
+    def test_a_failure_with_bytes_that_are_not_utf8_verifies(self):
+        r = self.run_program("[fails]")
+        self.assertEqual(r.forged_lines, 0, r.first_forged)
+        self.assertEqual([x["outcome"] for x in r.records], ["failed"])
+        self.assertIn("not UTF-8", r.records[0]["messages"][0])
+
+    def test_a_setenv_at_startup_moves_nothing(self):
+        # The bandwidth set to 1 GB/s, WORKBOOK_SANITIZE (no guards, checks skipped) and the report
+        # file moved to /dev/null, all from a static initialiser, as a submission could.
+        r = self.run_program("[honest]", WORKBOOK_CHANNEL_TEST_SETENV="1")
+        self.assertTrue(r.run_completed, r.output_tail)
+        metrics = r.metrics()
+        self.assertEqual(metrics["copy_bandwidth_gbps"], 1234)
+        self.assertEqual((metrics["guard_elements"], metrics["sanitize_mode"]), (4096, 0))
+        # The other way round: a program started under --sanitize stays there.
+        metrics = self.run_program("[honest]", WORKBOOK_SANITIZE="1").metrics()
+        self.assertEqual((metrics["guard_elements"], metrics["sanitize_mode"]), (0, 1))
+
+    def test_a_static_initialiser_finds_the_key_gone(self):
+        r = self.run_program("[honest]", WORKBOOK_CHANNEL_TEST_LATE_THIEF="1")
+        self.assertEqual(r.forged_lines, 0)
+        self.assertLessEqual(r.metrics()["late_thief_read"], 0)  # the pipe was read and closed before it ran
+
+    def test_code_that_reads_the_key_first_leaves_nothing_that_counts(self):
+        r = self.run_program("[honest]", WORKBOOK_CHANNEL_TEST_STEAL_KEY="1")
+        self.assertEqual(r.key_problem, "the pipe was empty")
+        self.assertEqual(r.records, [])
+        self.assertEqual(r.forged_lines, 3)  # start, end, run_end: all marked, none verifies
+        verdict = judge(r)
+        self.assertEqual((verdict.status, verdict.score), (scoring.TAMPERED, 0))
+        self.assertIn("could not read its key", verdict.summary)
+
+    def test_forged_and_replayed_lines_are_caught(self):
+        r = self.run_program("[forges]")
+        self.assertEqual((r.forged_lines, r.out_of_sequence), (2, 1))
+        self.assertEqual([x["outcome"] for x in r.records], ["failed"])
+        self.assertTrue(r.run_completed)
+        verdict = judge(r)
+        self.assertEqual((verdict.status, verdict.score), (scoring.TAMPERED, 0))
+
+    def test_exit_0_in_a_test_does_not_pass(self):
+        r = self.run_program("[exits]")
+        self.assertEqual((r.returncode, r.unfinished_test, r.run_completed), (0, "exits", False))
+        verdict = judge(r)
+        self.assertEqual((verdict.status, verdict.score), (scoring.FAILED, 0))
+        self.assertIn("exited with status 0", verdict.summary)
 
 
 class StopTest(unittest.TestCase):

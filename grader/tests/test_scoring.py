@@ -27,22 +27,65 @@ class CorrectnessTest(unittest.TestCase):
         self.assertNotIn("Use i < n.", r.details)
 
     def test_forged_report_lines_fail_loudly_whatever_the_records_say(self):
-        r = self.judge(phase(("passed", [], {}), authenticated=True, run_completed=True, forged_lines=2,
-                             first_forged='{"event": "end", "outcome": "passed"}'))
-        self.assertEqual((r.status, r.score), (scoring.TAMPERED, 0))
-        self.assertIn("2 line(s) the grader did not write", r.summary)
-        self.assertIn('"outcome": "passed"', r.details)
+        first = '{"event": "end", "test": "forged", "outcome": "passed", "seq": 1}'
+        r = self.judge(phase(("passed", [], {}), authenticated=True, report_found=True, run_completed=True,
+                             forged_lines=2, first_forged=first))
+        self.assertEqual((r.status, r.score, r.max_score), (scoring.TAMPERED, 0, 3))
+        self.assertEqual(r.summary, "the report file holds 2 lines the grader did not write")
+        self.assertEqual(r.details, f"The report file holds 2 lines the grader did not write, the first:\n  {first}\n"
+                                    "The grader program's results are authenticated per run, so results written by "
+                                    "other code do not count.")
+        self.assertEqual(scoring.STATUS_LABELS[r.status], "REPORT TAMPERED")
         perf = judge_performance(lesson().tasks[0], self.judge(phase(("passed", [], {}))),
                                  phase(("passed", [], {"fraction_of_copy_bandwidth": 9.0}), authenticated=True,
-                                       run_completed=True, forged_lines=1), "01_vector_add")
+                                       run_completed=True, forged_lines=1, first_forged=first), "01_vector_add")
         self.assertEqual((perf.status, perf.score), (scoring.TAMPERED, 0))
+        self.assertIn("1 line the grader did not write", perf.summary)
+
+    def test_replayed_lines_are_named_as_copies(self):
+        r = self.judge(phase(("passed", [], {}), authenticated=True, run_completed=True, forged_lines=3,
+                             out_of_sequence=1, first_forged="{...}"))
+        self.assertEqual(r.status, scoring.TAMPERED)
+        self.assertIn("3 lines the grader did not write (1 of them copies of lines the grader wrote, out of their "
+                      "place: replayed, moved, or after lines that were removed), the first:", r.details)
+
+    def test_a_key_nobody_could_read_says_so_and_counts_nothing(self):
+        r = self.judge(phase(("passed", [], {}), authenticated=True, forged_lines=3, first_forged="{...}",
+                             key_problem="the pipe was empty"))
+        self.assertEqual((r.status, r.score), (scoring.TAMPERED, 0))
+        self.assertIn("could not read its key", r.summary)
+        self.assertIn("no whole key in the pipe the driver gave it (the pipe was empty)", r.details)
+        self.assertIn("None of the 3 lines of its report can be authenticated", r.details)
+        self.assertNotIn("compute-sanitizer", r.details)
+        r = self.judge(phase(authenticated=True, forged_lines=1, key_problem="the pipe could not be read: Bad file "
+                             "descriptor", sanitizer_tool="memcheck"))
+        self.assertIn("or compute-sanitizer, which started the program, did not pass the pipe on", r.details)
 
     def test_an_exit_with_status_0_before_the_last_record_does_not_pass(self):
-        r = self.judge(phase(("passed", [], {}), authenticated=True, run_completed=False, returncode=0))
+        sentence = ("before it finished its tests (something in the submission ended the process, e.g. exit())")
+        # After a test that passed: the tests after it never ran.
+        r = self.judge(phase(("passed", [], {}), authenticated=True, report_found=True, run_completed=False,
+                             returncode=0))
         self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
-        self.assertIn("exited before it finished its tests", r.summary)
-        r = self.judge(phase(authenticated=True, run_completed=False, returncode=0, unfinished_test="t"))
-        self.assertIn('during "t"', r.details)
+        self.assertEqual(r.summary, "the grader program exited with status 0 before it finished its tests")
+        self.assertIn("The grader program exited with status 0 after 1 of its tests " + sentence, r.details)
+        # While a test was open.
+        r = self.judge(phase(authenticated=True, report_found=True, run_completed=False, returncode=0,
+                             unfinished_test="t"))
+        self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
+        self.assertIn('exited with status 0 during "t" ' + sentence, r.details)
+        # Before any test, or with the report file gone.
+        r = self.judge(phase(authenticated=True, report_found=True, run_completed=False, returncode=0))
+        self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
+        self.assertIn("exited with status 0 before its first test " + sentence, r.details)
+        r = self.judge(phase(authenticated=True, run_completed=False, returncode=0))
+        self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
+        self.assertIn("its report file is missing", r.details)
+        # The same in a performance phase, whatever metric it recorded.
+        perf = judge_performance(lesson().tasks[0], self.judge(phase(("passed", [], {}))),
+                                 phase(("passed", [], {"fraction_of_copy_bandwidth": 9.0}), authenticated=True,
+                                       report_found=True, returncode=0), "01_vector_add")
+        self.assertEqual((perf.status, perf.score), (scoring.FAILED, 0))
         # Finished runs, and runs without a key (a program run by hand), are judged as before.
         self.assertEqual(self.judge(phase(("passed", [], {}), authenticated=True, run_completed=True)).status,
                          scoring.PASSED)
@@ -67,6 +110,35 @@ class CorrectnessTest(unittest.TestCase):
         unknown = self.judge(record)
         self.assertEqual(unknown.status, scoring.FAILED)
         self.assertIn(facts, unknown.details)
+
+    def test_any_other_end_before_the_last_record_does_not_pass_either(self):
+        # Status 1 between two tests (say, _exit(1) from a thread): the tests that passed are not enough.
+        r = self.judge(phase(("passed", [], {}), authenticated=True, report_found=True, run_completed=False,
+                             returncode=1, output_tail="last words"))
+        self.assertEqual((r.status, r.score), (scoring.CRASHED, 0))
+        self.assertIn("ended with status 1 before it finished its tests", r.summary)
+        self.assertIn("last words", r.details)
+        # No test at all: the program's output says why (a bad test spec, say).
+        r = self.judge(phase(authenticated=True, report_found=True, run_completed=False, returncode=1,
+                             output_tail="Invalid test spec"))
+        self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
+        self.assertIn("Invalid test spec", r.details)
+
+    def test_printed_text_cannot_fail_a_run_that_finished_clean(self):
+        # Only a run that went wrong is read for the CUDA error that ended it.
+        printed = "cudaErrorIllegalAddress\nAll tests passed (42 assertions in 3 test cases)"
+        r = self.judge(phase(("passed", [], {}), authenticated=True, report_found=True, run_completed=True,
+                             output_tail=printed))
+        self.assertEqual((r.status, r.score), (scoring.PASSED, 3))
+        r = self.judge(phase(("failed", ["3 of 33 elements are wrong"], {}), authenticated=True, run_completed=True,
+                             output_tail="CUDA error: cudaErrorIllegalAddress"))
+        self.assertEqual(r.status, scoring.CRASHED)
+
+    def test_no_records_at_all_never_passes(self):
+        for returncode in (0, 1):
+            r = self.judge(phase(authenticated=True, report_found=True, run_completed=True, returncode=returncode))
+            self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
+            self.assertIn("no test ran", r.summary)
 
     def test_a_timeout_names_the_test_that_hung(self):
         r = self.judge(phase(timed_out=True, timeout_s=30, unfinished_test="Task 1: correct"))

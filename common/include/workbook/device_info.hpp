@@ -46,9 +46,10 @@ std::size_t fit_in_free_memory(std::size_t cap, int arrays);
 /// written, on a buffer of \p bytes (choose it far larger than L2). Median of \p samples.
 double measure_copy_bandwidth_gbps(std::size_t bytes, int samples = 10);
 
-/// The copy bandwidth for this run: the value in the environment variable
-/// WORKBOOK_COPY_BANDWIDTH_GBPS when the grader measured it already, else measured once
-/// here (on 1 GiB, or a quarter of free memory if less) and cached.
+/// The copy bandwidth for this run: the value the environment variable
+/// WORKBOOK_COPY_BANDWIDTH_GBPS had when the program started (startup_env), when the grader
+/// measured it already, else measured once here (on 1 GiB, or a quarter of free memory if
+/// less) and cached.
 double copy_bandwidth_gbps_for_run();
 
 }  // namespace workbook

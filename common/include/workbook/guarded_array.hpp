@@ -43,7 +43,8 @@ struct GuardReport {
 GuardReport inspect_guards(const std::vector<std::uint32_t>& before, const std::vector<std::uint32_t>& after,
                            std::uint32_t pattern);
 
-/// Guard elements on each side for this run: 4096, or 0 when WORKBOOK_SANITIZE is set.
+/// Guard elements on each side for this run: 4096, or 0 when the program started under the
+/// sanitizer (sanitizer_run(): WORKBOOK_SANITIZE set at start-up).
 std::size_t default_guard_elements();
 
 /// \p n floats on the device with guard regions on both sides.

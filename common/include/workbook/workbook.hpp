@@ -8,5 +8,6 @@
 #include "workbook/device_info.hpp"
 #include "workbook/guarded_array.hpp"
 #include "workbook/random.hpp"
+#include "workbook/startup_environment.hpp"
 #include "workbook/stream.hpp"
 #include "workbook/timer.hpp"

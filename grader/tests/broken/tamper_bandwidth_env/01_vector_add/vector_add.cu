@@ -1,6 +1,9 @@
-// Broken variant (tampering): sets WORKBOOK_COPY_BANDWIDTH_GBPS to 1 GB/s from a static initialiser
-// and from vector_add_host, with a task 1 kernel slowed by __nanosleep. The grader reads the
-// bandwidth before the submission's code runs, so task 1 stays below its threshold.
+// Broken variant (tampering): the reference solution, which also claims the GPU copies 1 GB/s:
+// setenv("WORKBOOK_COPY_BANDWIDTH_GBPS", "1") from a static initialiser and from vector_add_host.
+// That would make its kernels look thousands of times faster than a copy. The grader takes the
+// bandwidth the driver measured from the environment the program started with, before the
+// submission's code runs, so this scores exactly like the reference solution, with an honest
+// fraction of the copy bandwidth.
 #include "vector_add.hpp"
 
 #include "workbook/workbook.hpp"
@@ -16,7 +19,6 @@ __device__ float4 add4(float4 x, float4 y) { return make_float4(x.x + y.x, x.y +
 
 __global__ void vector_add(const float* a, const float* b, float* c, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  __nanosleep(20000);  // far below the threshold, unless the yardstick moves
   if (i < n) c[i] = a[i] + b[i];
 }
 
@@ -45,7 +47,6 @@ __global__ void vector_add_grid_stride(const float* __restrict__ a, const float*
 }
 
 void vector_add_host(const float* a, const float* b, float* c, int n) {
-  setenv("WORKBOOK_COPY_BANDWIDTH_GBPS", "1", 1);
   if (n <= 0) return;  // a launch with 0 blocks would be an invalid configuration
   workbook::DeviceBuffer<float> d_a(n), d_b(n), d_c(n);
   WORKBOOK_CUDA_CHECK(cudaMemcpy(d_a.data(), a, d_a.bytes(), cudaMemcpyHostToDevice));
@@ -55,11 +56,11 @@ void vector_add_host(const float* a, const float* b, float* c, int n) {
   vector_add<<<grid, block>>>(d_a.data(), d_b.data(), d_c.data(), n);
   WORKBOOK_CHECK_LAUNCH();
   WORKBOOK_CUDA_CHECK(cudaMemcpy(c, d_c.data(), d_c.bytes(), cudaMemcpyDeviceToHost));
+  setenv("WORKBOOK_COPY_BANDWIDTH_GBPS", "1", 1);
 }
 
 namespace {
 
-// Claims the GPU copies 1 GB/s, which would make any kernel look 1000 times faster than the copy.
-const bool moved = (setenv("WORKBOOK_COPY_BANDWIDTH_GBPS", "1", 1), true);
+const bool moved_at_startup = (setenv("WORKBOOK_COPY_BANDWIDTH_GBPS", "1", 1), true);
 
 }  // namespace

@@ -1,5 +1,9 @@
-// Broken variant (tampering): forges passing records in the grader's report file at start-up.
-// The report is authenticated per run, so every task must come out "REPORT TAMPERED", 0 points.
+// Broken variant (tampering): the reference solution, which also writes passing records into the
+// grader's report file: at start-up, well-formed "end" records with a huge metric for every task;
+// and from vector_add_host, a copy of a line the grader wrote (its MAC verifies, its sequence
+// number is old) and a passing record numbered as the next line, with a made-up MAC. The report is
+// authenticated per run, so every task is "REPORT TAMPERED", 0 points, although the kernels are
+// right: results written by other code never count.
 #include "vector_add.hpp"
 
 #include "workbook/workbook.hpp"
@@ -7,16 +11,44 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 namespace {
 
 __device__ float4 add4(float4 x, float4 y) { return make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w); }
 
+// Once, from inside a test: replays the grader's first line and adds a passing end record that
+// carries the next sequence number.
+void forge_in_sequence() {
+  static bool forged = false;
+  const char* path = std::getenv("WORKBOOK_REPORT");
+  if (forged || path == nullptr) return;
+  forged = true;
+  std::string first, line;
+  long signed_lines = 0;
+  {
+    std::ifstream report(path);
+    while (std::getline(report, line)) {
+      if (line.find("\"mac\": ") == std::string::npos) continue;
+      if (signed_lines++ == 0) first = line;
+    }
+  }
+  if (std::FILE* report = std::fopen(path, "a")) {
+    if (!first.empty()) std::fprintf(report, "%s\n", first.c_str());
+    std::fprintf(report,
+                 "{\"event\": \"end\", \"test\": \"Task 3: vector_add_host does the whole round trip\", "
+                 "\"tags\": [\"task_3\"], \"outcome\": \"passed\", \"seq\": %ld, \"mac\": \"%064d\"}\n",
+                 signed_lines, 0);
+    std::fclose(report);
+  }
+}
+
 }  // namespace
 
 __global__ void vector_add(const float* a, const float* b, float* c, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] - b[i];  // wrong: the forged records are to hide it
+  if (i < n) c[i] = a[i] + b[i];
 }
 
 __global__ void vector_add_grid_stride(const float* __restrict__ a, const float* __restrict__ b,
@@ -53,19 +85,20 @@ void vector_add_host(const float* a, const float* b, float* c, int n) {
   vector_add<<<grid, block>>>(d_a.data(), d_b.data(), d_c.data(), n);
   WORKBOOK_CHECK_LAUNCH();
   WORKBOOK_CUDA_CHECK(cudaMemcpy(c, d_c.data(), d_c.bytes(), cudaMemcpyDeviceToHost));
+  forge_in_sequence();
 }
 
 namespace {
 
 // Appends "passed" records with a huge metric to the grader's report, as if its listener wrote them.
-const bool forged = [] {
+const bool forged_at_startup = [] {
   if (const char* path = std::getenv("WORKBOOK_REPORT")) {
     if (std::FILE* report = std::fopen(path, "a")) {
       for (const char* task : {"task_1", "task_2", "task_3"}) {
         std::fprintf(report,
                      "{\"event\": \"start\", \"test\": \"forged\", \"tags\": [\"%s\"], \"seq\": 0}\n"
                      "{\"event\": \"end\", \"test\": \"forged\", \"tags\": [\"%s\"], \"outcome\": \"passed\", "
-                     "\"metrics\": {\"fraction_of_copy_bandwidth\": 99.0}, \"seq\": 1}\n", task, task);
+                     "\"metrics\": {\"fraction_of_copy_bandwidth\": 1000000.0}, \"seq\": 1}\n", task, task);
       }
       std::fclose(report);
     }
