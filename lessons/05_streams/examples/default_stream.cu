@@ -1,14 +1,16 @@
 // Worked example for lesson 05: who waits for whom. Two kernels on two streams with a launch on
 // the legacy default stream queued between them: on blocking streams (cudaStreamDefault) the
 // legacy launch waits for the first kernel and the second kernel waits for it, so the two run
-// one after the other; on non-blocking streams they overlap. Then events on the legacy stream
-// around work on non-blocking streams (they time almost nothing) against events ordered with
-// the work's own streams; and what cudaDeviceSynchronize and a wait after every launch cost.
+// one after the other; on non-blocking streams they overlap. Then one event that two streams
+// wait for (a fan-out: work both need, then work on each); events on the legacy stream around
+// work on non-blocking streams (they time almost nothing) against events ordered with the
+// work's own streams; and what cudaDeviceSynchronize and a wait after every launch cost.
 // The kernels only sleep, on one thread each, so their durations are known and no two of them
 // compete for the GPU. Lesson 05's README quotes it between the //! [name] markers; ctest
 // runs it.
 #include "workbook/workbook.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -87,7 +89,40 @@ int main(int, char** argv) {
               verdict(non_blocking_legacy));
   ok = ok && blocking_legacy >= 1.9 * kSleepMs;  // the legacy stream's rule guarantees it
 
-  workbook::Stream a(cudaStreamNonBlocking), b(cudaStreamNonBlocking);
+  workbook::Stream a(cudaStreamNonBlocking), b(cudaStreamNonBlocking), upload(cudaStreamNonBlocking);
+
+  // A fan-out: 20 ms on `upload` that a and b both need (a stand-in for copying their input in),
+  // then 20 ms on each. With the waits, a and b start once `upload` is done: about 40 ms in all.
+  auto t_fan = Clock::now();
+  //! [fan_out]
+  sleep_on(upload.get(), kSleepMs);  // the work both streams need
+  cudaEvent_t uploaded;
+  WORKBOOK_CUDA_CHECK(cudaEventCreateWithFlags(&uploaded, cudaEventDisableTiming));  // for ordering only
+  WORKBOOK_CUDA_CHECK(cudaEventRecord(uploaded, upload.get()));  // completes when the work before it has
+  WORKBOOK_CUDA_CHECK(cudaStreamWaitEvent(a.get(), uploaded, 0));  // a's later work waits, on the GPU
+  WORKBOOK_CUDA_CHECK(cudaStreamWaitEvent(b.get(), uploaded, 0));  // so does b's; the host waits for nothing
+  WORKBOOK_CUDA_CHECK(cudaEventDestroy(uploaded));  // allowed: the queued waits keep what they need
+  sleep_on(a.get(), kSleepMs);
+  sleep_on(b.get(), kSleepMs);
+  //! [fan_out]
+  a.synchronize();
+  b.synchronize();
+  const double fan_out_ms = ms_since(t_fan);
+  // The same three sleeps without the event: nothing orders a and b after `upload`.
+  t_fan = Clock::now();
+  sleep_on(upload.get(), kSleepMs);
+  sleep_on(a.get(), kSleepMs);
+  sleep_on(b.get(), kSleepMs);
+  upload.synchronize();
+  a.synchronize();
+  b.synchronize();
+  const double unordered_ms = ms_since(t_fan);
+  std::printf("20 ms on `upload`, then 20 ms on each of a and b\n");
+  std::printf("  a and b wait for an event recorded on `upload`: %6.2f ms\n", fan_out_ms);
+  std::printf("  no event:                                       %6.2f ms, %s\n", unordered_ms,
+              verdict(unordered_ms));
+  ok = ok && fan_out_ms >= 1.9 * kSleepMs;  // the waits guarantee it
+
   workbook::Event start, stop;
   //! [legacy_events]
   // Wrong: the events go to the legacy default stream, the work to non-blocking streams.
@@ -103,25 +138,25 @@ int main(int, char** argv) {
   a.synchronize();
   b.synchronize();
 
-  workbook::Event b_done(cudaEventDisableTiming);
-  //! [fork_join]
-  // Right: start on a, and b waits for it (a fork); b's end is an event that a waits for (a
-  // join); stop, recorded on a after the join, comes after all the work of both streams.
+  workbook::Event stop_a, stop_b;
+  //! [fork_stops]
+  // Right: start on a, and b waits for it, so the work of both streams comes after start. Each
+  // stream records a stop after its work; the later of the two is the end of it all.
   start.record(a.get());
   WORKBOOK_CUDA_CHECK(cudaStreamWaitEvent(b.get(), start.get(), 0));
   sleep_on(a.get(), kSleepMs);
   sleep_on(b.get(), kSleepMs);
-  b_done.record(b.get());
-  WORKBOOK_CUDA_CHECK(cudaStreamWaitEvent(a.get(), b_done.get(), 0));
-  stop.record(a.get());
-  stop.synchronize();
-  //! [fork_join]
-  const double joined_events_ms = workbook::elapsed_ms(start, stop);
+  stop_a.record(a.get());
+  stop_b.record(b.get());
+  stop_a.synchronize();
+  stop_b.synchronize();
+  const float both_ms = std::max(workbook::elapsed_ms(start, stop_a), workbook::elapsed_ms(start, stop_b));
+  //! [fork_stops]
   std::printf("the same two kernels on non-blocking streams, timed by events\n");
-  std::printf("  recorded on the legacy stream:           %6.3f ms (when `stop` completed, the kernels were %s)\n",
-              legacy_events_ms, busy_after_stop ? "still running" : "done");
-  std::printf("  recorded on a, with b forked and joined: %6.3f ms\n", joined_events_ms);
-  ok = ok && joined_events_ms >= 0.95 * kSleepMs;
+  std::printf("  recorded on the legacy stream:                %6.3f ms (when `stop` completed, the kernels "
+              "were %s)\n", legacy_events_ms, busy_after_stop ? "still running" : "done");
+  std::printf("  start on a, b waiting for it, a stop on each: %6.3f ms\n", both_ms);
+  ok = ok && both_ms >= 0.95 * kSleepMs;
 
   // Someone else's work: 50 ms on a stream of theirs. Ours: 1 ms on ours.
   constexpr double kOtherMs = 50, kOursMs = 1;
