@@ -7,9 +7,9 @@
 // again and again on fresh data, because a missing __syncthreads() is a race that shows up
 // only now and then (./grade --sanitize 03 runs racecheck, which sees it every time).
 // Performance is GFLOP/s at 4096^3 as a fraction of cuBLAS FP32 timed in the same process.
-// Tasks 1 and 2 also time the grader's own copy of the lesson's naive kernel: their thresholds
-// are multiples of its fraction of cuBLAS on the GPU at hand (grader/README.md, "Thresholds on
-// the students' GPUs"), because that fraction differs several-fold between GPUs.
+// Tasks 1 and 2 also time a naive product of the grader's own: their thresholds are multiples
+// of its fraction of cuBLAS on the GPU at hand (grader/README.md, "Thresholds on the students'
+// GPUs"), because that fraction differs several-fold between GPUs.
 #include "matmul.hpp"
 
 #include "cublas_spy.hpp"
@@ -32,18 +32,22 @@
 #include <string>
 #include <vector>
 
-// The lesson's naive kernel, the grader's own copy: the yardstick for the thresholds of tasks 1
-// and 2. A kernel in a named namespace: nvcc's stubs for kernels in an anonymous namespace
-// clash with Catch2's.
+// The yardstick for the thresholds of tasks 1 and 2: C = A^T * B with A^T given (K x M, row
+// major), one thread per element of C, x along the columns. Per multiply-add it issues what the
+// lesson's naive kernel issues, a load every thread of a warp shares and a coalesced one, and it
+// moves as many bytes from L2 per block, so it runs about as fast; yet it is not the answer to
+// any task (a release ships the grader's sources: tools/make_release.py). A kernel in a named namespace: nvcc's stubs for kernels
+// in an anonymous namespace clash with Catch2's.
 namespace matmul_grader {
 
-__global__ void textbook_naive(const float* A, const float* B, float* C, int M, int N, int K) {
-  const int col = blockIdx.x * blockDim.x + threadIdx.x;
-  const int row = blockIdx.y * blockDim.y + threadIdx.y;
-  if (row >= M || col >= N) return;
-  float sum = 0.0f;
-  for (int k = 0; k < K; ++k) sum += A[row * K + k] * B[k * N + col];
-  C[row * N + col] = sum;
+__global__ void naive_at_b(const float* At, const float* B, float* C, int M, int N, int K) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  const int r = blockIdx.y * blockDim.y + threadIdx.y;
+  if (r < M && c < N) {
+    float dot = 0.0f;
+    for (int k = 0; k < K; ++k) dot += At[k * M + r] * B[k * N + c];
+    C[r * N + c] = dot;
+  }
 }
 
 }  // namespace matmul_grader
@@ -460,9 +464,9 @@ workbook::TimingStats time_naive_blocks(Launch launch) {
 enum class Yardstick { none, naive };
 
 // Records GFLOP/s of \p stats on \p p's shape and its ratio to cuBLAS FP32 on the same inputs.
-// With Yardstick::naive, also the ratio the grader's copy of the lesson's naive kernel reaches
-// on the same inputs (grader_naive_fraction_of_cublas), which the manifest scales the threshold
-// by: how far a kernel bound by loads rather than arithmetic gets on this GPU.
+// With Yardstick::naive, also the ratio matmul_grader::naive_at_b reaches on the same shape
+// (grader_naive_fraction_of_cublas), which the manifest scales the threshold by: how far a
+// kernel bound by load issue rather than arithmetic gets against cuBLAS on this GPU.
 void record_rate(Problem& p, const workbook::TimingStats& stats, Yardstick yardstick = Yardstick::none) {
   workbook::DeviceBuffer<float> scratch(p.C.size());
   const auto cublas = time_launch([&](cudaStream_t s) {
@@ -478,8 +482,9 @@ void record_rate(Problem& p, const workbook::TimingStats& stats, Yardstick yards
   if (yardstick == Yardstick::naive) {
     const Shape shape = p.shape;
     const auto naive = time_naive_blocks([&](dim3 block, cudaStream_t s) {
-      matmul_grader::textbook_naive<<<grid_for(block, shape), block, 0, s>>>(p.A.data(), p.B.data(), scratch.data(),
-                                                                            shape.M, shape.N, shape.K);
+      // A's M x K floats read as A^T (K x M): the same storage, and only the time counts here.
+      matmul_grader::naive_at_b<<<grid_for(block, shape), block, 0, s>>>(p.A.data(), p.B.data(), scratch.data(),
+                                                                        shape.M, shape.N, shape.K);
       WORKBOOK_CHECK_LAUNCH();
     });
     const double naive_gflops = p.shape.flops() / (naive.median_ms * 1e6);
