@@ -1,5 +1,6 @@
 """From what the grader programs reported to points and verdicts. Pure functions over
-PhaseResult, so every rule here is unit-tested without a GPU (grader/tests/test_scoring.py)."""
+PhaseResult, so every rule here is unit-tested without a GPU (grader/tests/test_scoring.py; thresholds
+that follow the GPU: test_thresholds.py)."""
 from __future__ import annotations
 
 import math
@@ -324,7 +325,7 @@ def effective_threshold(task: Task, metrics: Dict[str, float]) -> Tuple[Optional
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 0:
         return None, (f"the grader program did not report {rule.of}, the figure this task's threshold is a "
                       f"multiple of (got {base!r})")
-    short, sentence = YARDSTICKS.get(rule.of, (rule.of, f"{rule.of}, measured in this run"))
+    _, sentence = YARDSTICKS.get(rule.of, (rule.of, f"{rule.of}, measured in this run"))
     metric = task.perf_metric or ""
     return rule.factor * base, f"{rule.factor:g} x {format_metric(metric, base)}, {sentence}"
 
