@@ -12,6 +12,16 @@ class ManifestError(Exception):
     """The manifest is malformed, or a lesson asked for does not exist."""
 
 
+@dataclass(frozen=True)
+class ScaledThreshold:
+    """A threshold that follows the GPU: `factor` times a figure the grader program measures on
+    the same GPU in the same run and reports beside the task's metric, in the same units (the
+    metric named `of`). The manifest declares it as "threshold": {"factor": 1.15, "of": "..."};
+    scoring.effective_threshold computes it."""
+    factor: float
+    of: str
+
+
 @dataclass
 class Task:
     id: int
@@ -19,12 +29,13 @@ class Task:
     correctness_points: float
     performance_points: float = 0.0
     perf_metric: Optional[str] = None
-    perf_threshold: Optional[float] = None
+    perf_threshold: Optional[float] = None  # a fixed threshold; None when it is scaled (perf_scaled)
     hints: List[str] = field(default_factory=list)
     optional: bool = False  # a challenge: its points are a bonus on top of the lesson's total
     # Its correctness tests compare timings (lesson 02's event timer with the helper's), so they
     # run alone on the GPU like a performance phase, not side by side with other gradings.
     correctness_timed: bool = False
+    perf_scaled: Optional[ScaledThreshold] = None  # a threshold measured on the GPU at hand
 
     @property
     def tag(self) -> str:
@@ -65,24 +76,41 @@ class Lesson:
 _SLUG = re.compile(r"^\d{2}_[a-z0-9_]+$")
 
 
+def _scaled_threshold(raw: dict, where: str) -> ScaledThreshold:
+    """{"factor": 1.15, "of": "metric"}, validated."""
+    if set(raw) != {"factor", "of"}:
+        raise ManifestError(f"{where}: a scaled threshold is {{\"factor\": number, \"of\": \"metric\"}}, "
+                            f"got the keys {sorted(raw)}")
+    factor, of = raw["factor"], raw["of"]
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor > 0:
+        raise ManifestError(f"{where}: the factor of a scaled threshold must be a positive number, got {factor!r}")
+    if not isinstance(of, str) or not of:
+        raise ManifestError(f"{where}: a scaled threshold names the measured metric it scales (\"of\")")
+    return ScaledThreshold(float(factor), of)
+
+
 def _task(raw: dict, slug: str) -> Task:
     try:
         points = raw["points"]
         perf = raw.get("performance") or {}
+        threshold = perf.get("threshold")
         task = Task(
             id=int(raw["id"]),
             title=str(raw["title"]),
             correctness_points=float(points["correctness"]),
             performance_points=float(points.get("performance", 0)),
             perf_metric=perf.get("metric"),
-            perf_threshold=float(perf["threshold"]) if "threshold" in perf else None,
+            perf_threshold=float(threshold) if threshold is not None and not isinstance(threshold, dict) else None,
             hints=[str(h) for h in raw.get("hints", [])],
             optional=bool(raw.get("optional", False)),
             correctness_timed=bool(raw.get("correctness_timed", False)),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise ManifestError(f"lesson {slug}: a task is missing or has a bad field: {e}") from e
-    if task.performance_points and (task.perf_metric is None or task.perf_threshold is None):
+    if isinstance(threshold, dict):
+        task.perf_scaled = _scaled_threshold(threshold, f"lesson {slug} task {task.id}")
+    if task.performance_points and (task.perf_metric is None or
+                                    (task.perf_threshold is None and task.perf_scaled is None)):
         raise ManifestError(f"lesson {slug} task {task.id}: performance points need a metric and a threshold")
     return task
 

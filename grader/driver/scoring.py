@@ -1,7 +1,9 @@
 """From what the grader programs reported to points and verdicts. Pure functions over
-PhaseResult, so every rule here is unit-tested without a GPU (grader/tests/test_scoring.py)."""
+PhaseResult, so every rule here is unit-tested without a GPU (grader/tests/test_scoring.py; thresholds
+that follow the GPU: test_thresholds.py)."""
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -83,6 +85,19 @@ METRIC_CHECKLIST = {
 
 # The rate each metric is a fraction of, reported beside it and compared with the reference.
 _RATES = {"gflops": "GFLOP/s", "gbps": "GB/s"}
+
+# The figures a threshold can be scaled by (the manifest's "threshold": {"factor": f, "of": name}):
+# measured by the grader program on the GPU at hand, in the same run and the same units as the
+# task's metric. For each, a short name for the scoreboard line and a sentence for the details.
+# Why a threshold follows the GPU: grader/README.md, "Thresholds on the students' GPUs".
+YARDSTICKS = {
+    "grader_naive_fraction_of_cublas": (
+        "a naive kernel",
+        "what a naive kernel of the grader's reaches on this GPU, timed in this run (C = A^T B, one thread per "
+        "element of C: the same loads per multiply-add as the lesson's naive kernel). That fraction differs "
+        "between GPUs (about 12% of cuBLAS FP32 on an H100; estimated 8-10% on an A10, 13-19% on a T4) with how "
+        "many loads an SM issues per FP32 operation and the clocks cuBLAS holds, so the threshold follows it"),
+}
 
 # A metric below its threshold but at least this fraction of it is measured a second time and
 # the better measurement counts: a timing varies by a few percent from run to run, and a
@@ -350,34 +365,64 @@ def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str, code: st
     return ComponentResult("correctness", PASSED, points, points, "correct", "", phase.metrics())
 
 
-def _measured(task: Task, phase: Optional[PhaseResult]) -> Optional[float]:
-    """The task's metric, when the phase measured it without a failure."""
+def effective_threshold(task: Task, metrics: Dict[str, float]) -> Tuple[Optional[float], str]:
+    """The threshold a measurement is judged against, and how it came about ("" when it is the
+    manifest's fixed number). A scaled threshold (manifest.ScaledThreshold) is its factor times the
+    figure the grader program measured beside the metric in the same run; without that figure, a
+    positive finite number, there is no threshold (None) and the sentence says why."""
+    rule = task.perf_scaled
+    if rule is None:
+        return task.perf_threshold or 0.0, ""
+    base = metrics.get(rule.of)
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 0:
+        return None, (f"the grader program did not report {rule.of}, the figure this task's threshold is a "
+                      f"multiple of (got {base!r})")
+    _, sentence = YARDSTICKS.get(rule.of, (rule.of, f"{rule.of}, measured in this run"))
+    metric = task.perf_metric or ""
+    return rule.factor * base, f"{rule.factor:g} x {format_metric(metric, base)}, {sentence}"
+
+
+def _measured(task: Task, phase: Optional[PhaseResult]) -> Optional[Tuple[float, float]]:
+    """The task's metric and the threshold it is judged against, when the phase measured both
+    without a failure."""
     if phase is None or any(r.get("outcome") == "failed" for r in phase.records):
         return None
-    return phase.metrics().get(task.perf_metric)
+    metrics = phase.metrics()
+    value = metrics.get(task.perf_metric)
+    threshold, _ = effective_threshold(task, metrics)
+    return None if value is None or threshold is None else (value, threshold)
 
 
 def near_threshold(task: Task, phase: Optional[PhaseResult]) -> bool:
     """Whether the phase's metric fell short of the threshold by so little (NEAR_THRESHOLD)
     that it is measured again."""
-    value = _measured(task, phase)
-    threshold = task.perf_threshold or 0.0
-    return value is not None and NEAR_THRESHOLD * threshold <= value < threshold
+    measured = _measured(task, phase)
+    if measured is None:
+        return False
+    value, threshold = measured
+    return NEAR_THRESHOLD * threshold <= value < threshold
 
 
 def _better_of_two(task: Task, first: Tuple[Optional[PhaseResult], Optional[PhaseResult]],
                    second: Tuple[PhaseResult, Optional[PhaseResult]]):
-    """The measurement (phase, reference) with the better metric, and a line saying both."""
+    """The measurement (phase, reference) that stands higher against its threshold (with a
+    threshold that follows the GPU, each against its own), and a line saying both."""
     one, two = _measured(task, first[0]), _measured(task, second[0])
     if one is None:  # nothing to compare with (no recheck is asked for then)
         return first[0], first[1], ""
     note = f"\nMeasured twice, since the first was within {1 - NEAR_THRESHOLD:.0%} of the threshold: "
     metric = task.perf_metric or ""
     if two is None:
-        return first[0], first[1], note + (f"{_format_precise(metric, one)}, then no figure (the second run failed); "
-                                           "the first counts.")
-    note += f"{_format_precise(metric, one)} then {_format_precise(metric, two)}; the better one counts."
-    return (second[0], second[1], note) if two > one else (first[0], first[1], note)
+        return first[0], first[1], note + (f"{_format_precise(metric, one[0])}, then no figure (the second run "
+                                           "failed); the first counts.")
+    if task.perf_scaled is None:
+        note += f"{_format_precise(metric, one[0])} then {_format_precise(metric, two[0])}; the better one counts."
+    else:
+        note += (f"{_format_precise(metric, one[0])} against a threshold of {_format_precise(metric, one[1])}, then "
+                 f"{_format_precise(metric, two[0])} against {_format_precise(metric, two[1])}; the one further "
+                 "above its threshold counts.")
+    better = two[0] / two[1] > one[0] / one[1] if one[1] > 0 and two[1] > 0 else two[0] > one[0]
+    return (second[0], second[1], note) if better else (first[0], first[1], note)
 
 
 def judge_performance(task: Task, correctness: ComponentResult, phase: Optional[PhaseResult], lesson_slug: str,
@@ -408,9 +453,15 @@ def judge_performance(task: Task, correctness: ComponentResult, phase: Optional[
         return ComponentResult("performance", FAILED, 0, points, "could not be measured", message, metrics)
 
     value = metrics[task.perf_metric]
-    threshold = task.perf_threshold or 0.0
+    threshold, why = effective_threshold(task, metrics)
+    if threshold is None:
+        return ComponentResult("performance", FAILED, 0, points, "could not be measured",
+                               f"No threshold to judge {task.perf_metric} against: {why}.", metrics)
     label = METRIC_LABELS.get(task.perf_metric, task.perf_metric)
-    summary = f"{format_metric(task.perf_metric, value)} {label}"
+    shown, shown_value = format_metric(task.perf_metric, threshold), format_metric(task.perf_metric, value)
+    if value < threshold and shown_value == shown:  # "14%, below the 14% threshold" would read as a contradiction
+        shown, shown_value = _format_precise(task.perf_metric, threshold), _format_precise(task.perf_metric, value)
+    summary = f"{shown_value} {label}"
     rate = next((key for key in _RATES if key in metrics), None)
     if rate:
         summary += f" ({metrics[rate]:.0f} {_RATES[rate]})"
@@ -418,15 +469,25 @@ def judge_performance(task: Task, correctness: ComponentResult, phase: Optional[
     if rate and ref_metrics.get(rate):
         metrics["fraction_of_reference"] = metrics[rate] / ref_metrics[rate]
         summary += f", {metrics['fraction_of_reference']:.0%} of the reference"
-    details = f"threshold: {format_metric(task.perf_metric, threshold)} {label}" + measured_twice
+    details = f"threshold: {shown} {label}" + (f" = {why}." if why else "") + measured_twice
+    # Where the threshold follows the GPU, the line itself says what it was here and from what.
+    scaled = ""
+    if task.perf_scaled is not None:
+        metrics["threshold"] = threshold
+        base = metrics[task.perf_scaled.of]
+        short = YARDSTICKS.get(task.perf_scaled.of, (task.perf_scaled.of, ""))[0]
+        scaled = (f"{task.perf_scaled.factor:g} x {format_metric(task.perf_metric, base)}, {short}, on this GPU")
     if measured_twice:
         metrics["measurements"] = 2
     if value >= threshold:
+        if scaled:
+            summary += f"; threshold here {shown} ({scaled})"
         return ComponentResult("performance", PASSED, points, points, summary, details, metrics)
     checklist = METRIC_CHECKLIST.get(task.perf_metric)
     if checklist:
         details += "\nThings to check (the figure alone does not say which): " + checklist
-    return ComponentResult("performance", FAILED, 0, points, summary + f", below the {format_metric(task.perf_metric, threshold)} threshold",
+    return ComponentResult("performance", FAILED, 0, points,
+                           summary + f", below the {shown} threshold" + (f" ({scaled})" if scaled else ""),
                            details, metrics)
 
 
