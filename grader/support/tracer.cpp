@@ -62,6 +62,7 @@ struct LaunchOrigin {
   std::string launched_by;  // "" = the program's own code, kUnknownCaller when not found
   cudaStream_t stream = nullptr;
   bool stream_known = false;
+  bool from_graph = false;  // a node of a graph that cudaGraphLaunch ran
 };
 
 // A copy's issuing call.
@@ -69,6 +70,8 @@ struct CopyOrigin {
   std::string api;
   cudaStream_t stream = nullptr;
   bool stream_known = false;
+  const void* source = nullptr;  // the pointers the call named (not for graph nodes)
+  const void* destination = nullptr;
 };
 
 struct Collector {
@@ -186,6 +189,7 @@ void take_record(Collector& c, const CUpti_Activity* record) {
         kernel.launched_by = origin->second.launched_by;
         kernel.stream = origin->second.stream;
         kernel.stream_known = origin->second.stream_known;
+        kernel.from_graph = origin->second.from_graph;
       } else {
         kernel.origin_known = false;  // a graph replay, or a caller the stack did not show
       }
@@ -214,6 +218,8 @@ void take_record(Collector& c, const CUpti_Activity* record) {
         copy.api = origin->second.api;
         copy.stream = origin->second.stream;
         copy.stream_known = origin->second.stream_known;
+        copy.source_pointer = origin->second.source;
+        copy.destination_pointer = origin->second.destination;
       }
       c.trace.copies.push_back(std::move(copy));
       break;
@@ -361,16 +367,71 @@ void decode_call(CUpti_CallbackId id, const CUpti_CallbackData* data, TracedCall
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020: {
-      call.bytes = params_of<cudaMemcpy_v3020_params>(data).count;
+      const auto& p = params_of<cudaMemcpy_v3020_params>(data);
+      call.bytes = p.count;
+      call.source = p.src, call.destination = p.dst;
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
       const auto& p = params_of<cudaMemcpyAsync_v3020_params>(data);
       call.bytes = p.count;
+      call.source = p.src, call.destination = p.dst;
       with_stream(p.stream);
       break;
     }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreate_v3020: {
+      const auto& p = params_of<cudaStreamCreate_v3020_params>(data);
+      call.pointer = p.pStream ? *p.pStream : nullptr;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithFlags_v5000: {
+      const auto& p = params_of<cudaStreamCreateWithFlags_v5000_params>(data);
+      call.pointer = p.pStream ? *p.pStream : nullptr;
+      call.flags = p.flags;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithPriority_v5050: {
+      const auto& p = params_of<cudaStreamCreateWithPriority_v5050_params>(data);
+      call.pointer = p.pStream ? *p.pStream : nullptr;
+      call.flags = p.flags;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050:
+      call.pointer = params_of<cudaStreamDestroy_v5050_params>(data).stream;
+      break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020: {
+      const auto& p = params_of<cudaEventCreate_v3020_params>(data);
+      call.pointer = p.event ? *p.event : nullptr;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020: {
+      const auto& p = params_of<cudaEventCreateWithFlags_v3020_params>(data);
+      call.pointer = p.event ? *p.event : nullptr;
+      call.flags = p.flags;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020:
+      call.pointer = params_of<cudaEventDestroy_v3020_params>(data).event;
+      break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+      call.pointer = params_of<cudaEventSynchronize_v3020_params>(data).event;
+      break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000: {
+      const auto& p = params_of<cudaHostRegister_v4000_params>(data);
+      call.pointer = p.ptr;
+      call.bytes = p.size;
+      call.flags = p.flags;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000:
+      call.pointer = params_of<cudaHostUnregister_v4000_params>(data).ptr;
+      break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+      with_stream(params_of<cudaGraphLaunch_v10000_params>(data).stream);
+      break;
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000: {
       const auto& p = params_of<cudaMemsetAsync_v3020_params>(data);
@@ -402,6 +463,10 @@ const void* launched_function(CUpti_CallbackId id, const CUpti_CallbackData* dat
 
 bool is_copy_call(const std::string& name) { return name.rfind("cudaMemcpy", 0) == 0; }
 
+bool is_graph_launch(CUpti_CallbackId id) {
+  return id == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 || id == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+}
+
 void on_runtime_call(Collector& c, CUpti_CallbackId id, const CUpti_CallbackData* data) {
   const void* function = launched_function(id, data);
   if (data->callbackSite == CUPTI_API_ENTER) {
@@ -424,6 +489,23 @@ void on_runtime_call(Collector& c, CUpti_CallbackId id, const CUpti_CallbackData
       in_runtime_launch = true;
       const std::lock_guard<std::mutex> lock(c.mutex);
       c.launches[data->correlationId] = origin;
+    } else if (is_graph_launch(id)) {
+      // The kernels and copies of a graph carry the correlation id of the cudaGraphLaunch that
+      // ran them: they belong to whoever launched the graph, on the stream it was launched on.
+      TracedCall probe;
+      decode_call(id, data, probe);
+      LaunchOrigin origin;
+      origin.launched_by = caller_binary(nullptr);
+      origin.stream = probe.stream;
+      origin.stream_known = true;
+      origin.from_graph = true;
+      if (debug()) {
+        std::fprintf(stderr, "[tracer] cudaGraphLaunch correlation %u launched by '%s'\n", data->correlationId,
+                     origin.launched_by.c_str());
+      }
+      const std::lock_guard<std::mutex> lock(c.mutex);
+      c.launches[data->correlationId] = origin;
+      c.copies[data->correlationId] = {"cudaGraphLaunch", probe.stream, true, nullptr, nullptr};
     }
     return;
   }
@@ -445,7 +527,7 @@ void on_runtime_call(Collector& c, CUpti_CallbackId id, const CUpti_CallbackData
     std::fprintf(stderr, "[tracer] %s correlation %u\n", call.name.c_str(), data->correlationId);
   }
   if (is_copy_call(call.name)) {
-    c.copies[data->correlationId] = {call.name, call.stream, call.has_stream};
+    c.copies[data->correlationId] = {call.name, call.stream, call.has_stream, call.source, call.destination};
   }
   c.trace.calls.push_back(std::move(call));
 }

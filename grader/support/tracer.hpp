@@ -43,7 +43,8 @@ struct TracedKernel {
   std::uint32_t stream_id = 0;    ///< CUPTI's id of the stream it ran on
   std::uint64_t start_ns = 0, end_ns = 0;  ///< GPU timestamps
   std::string launched_by;  ///< "" when the grader program (the student's code) launched it, else the library's file name
-  bool origin_known = true; ///< false when no launch call was seen for it (a graph replay) or its caller was not found
+  bool origin_known = true; ///< false when no launch call was seen for it or its caller was not found
+  bool from_graph = false;  ///< a node of a CUDA graph: launched_by and stream are those of its cudaGraphLaunch
   /// True when the program's own code launched it (not a shared library such as cuBLAS).
   bool from_program() const { return origin_known && launched_by.empty(); }
   /// True when a shared library (cuBLAS, ...) launched it.
@@ -61,7 +62,9 @@ struct TracedCopy {
   cudaStream_t stream = nullptr;  ///< the stream handle given, when the call was seen
   bool stream_known = false;
   std::uint32_t stream_id = 0;
-  std::string api;                ///< the runtime call that issued it ("cudaMemcpy"), when seen
+  std::string api;                ///< the runtime call that issued it ("cudaMemcpy", "cudaGraphLaunch"), when seen
+  const void* source_pointer = nullptr;       ///< the host or device address the call copied from, when seen
+  const void* destination_pointer = nullptr;  ///< the address it copied to, when seen
   std::uint64_t start_ns = 0, end_ns = 0;
   /// The memory kind on the host side (pageable or pinned) of a host<->device copy.
   MemoryKind host_side() const { return direction == CopyDirection::DeviceToHost ? destination : source; }
@@ -80,8 +83,13 @@ struct TracedCall {
   cudaError_t result = cudaSuccess;
   cudaStream_t stream = nullptr;  ///< for calls that take a stream (launches, async copies, event records, syncs)
   bool has_stream = false;
-  const void* pointer = nullptr;  ///< allocations: the pointer returned; frees: the pointer freed; events: the event
-  std::size_t bytes = 0;          ///< allocations and copies: the size asked for
+  /// allocations: the pointer returned; frees: the pointer freed; events and streams: the handle
+  /// created, recorded, waited for or destroyed; cudaHostRegister/Unregister: the host pointer
+  const void* pointer = nullptr;
+  const void* source = nullptr;       ///< copies: the address copied from
+  const void* destination = nullptr;  ///< copies: the address copied to
+  unsigned flags = 0;                 ///< stream, event and host-register creation flags
+  std::size_t bytes = 0;          ///< allocations, copies and cudaHostRegister: the size asked for
   dim3 grid{0, 0, 0}, block{0, 0, 0};  ///< launches: the configuration asked for (a rejected one too)
   std::uint64_t enter_ns = 0, exit_ns = 0;  ///< host timestamps, on the same clock as the GPU's
 };
