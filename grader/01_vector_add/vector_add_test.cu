@@ -7,6 +7,7 @@
 // IEEE arithmetic on host and device, so results must match bit for bit.
 #include "vector_add.hpp"
 
+#include "contract.hpp"
 #include "diagnosis.hpp"
 #include "grader.hpp"
 #include "output_matcher.hpp"
@@ -234,8 +235,16 @@ TEST_CASE("Task 3: vector_add_host does the whole round trip", "[task_3]") {
     grader::DeviceOutput out;
     std::vector<float> expected;
     std::optional<grader::Trace> trace;
+    grader::ContractCall call;
   };
-  const auto run = [](std::size_t n) {
+  // Its contract (vector_add.hpp): any stream and any wait (a synchronous round trip is the
+  // lesson), any data path (staging through pinned memory of its own is fine), and nothing left
+  // behind.
+  grader::Contract contract;
+  contract.function = "vector_add_host";
+  contract.streams = grader::Streams::Any;
+  contract.waits = grader::Waits::Any;
+  const auto run = [&](std::size_t n) {
     const std::vector<float> a = workbook::random_floats(n, grader::seed_for("host a" + std::to_string(n)));
     const std::vector<float> b = workbook::random_floats(n, grader::seed_for("host b" + std::to_string(n)));
     Run r;
@@ -247,6 +256,10 @@ TEST_CASE("Task 3: vector_add_host does the whole round trip", "[task_3]") {
       r.trace = grader::trace([&] { vector_add_host(a.data(), b.data(), c.data(), static_cast<int>(n)); });
     }
     r.out = c.output();
+    r.call = {"vector_add_host(a, b, c, " + std::to_string(n) + ")",
+              {},
+              {{"a", a.data(), n * sizeof(float)}, {"b", b.data(), n * sizeof(float)}, {"c", c.data(), n * sizeof(float)}},
+              {{"n", double(n)}}};
     return r;
   };
   {
@@ -275,6 +288,7 @@ TEST_CASE("Task 3: vector_add_host does the whole round trip", "[task_3]") {
            << " allocation(s) never freed): called again and again, it would run the GPU out of memory. Free what "
               "you allocate (cudaFree), or use workbook::DeviceBuffer, which frees itself.");
     }
+    grader::require_contract(contract, r.call, r.trace);  // every size: the checks above say more where they apply
   }
   SECTION("n = 0 is valid and does nothing") {
     float nothing = 0;

@@ -15,6 +15,7 @@
 // measured copy bandwidth.
 #include "reduction.hpp"
 
+#include "contracts.hpp"
 #include "diagnosis.hpp"
 #include "grader.hpp"
 #include "output_matcher.hpp"
@@ -989,4 +990,51 @@ TEST_CASE("Task 4: reduce_sum_challenge GB/s at 2^26 and 2^28 floats against CUB
   measure_against_cub("reduce_sum_challenge", [](const float* in, std::size_t n, float* out, void* ws, cudaStream_t st) {
     reduce_sum_challenge(in, n, out, ws, kWorkspaceBytes, st);
   }, exact_sum);
+}
+
+// ============================ Contracts, at every size ============================
+// Each function's contract (contracts.hpp) held against a traced call at every size the
+// correctness tests use, after one untraced call (something made once and kept is not left
+// behind by each call). These run after the tests above, whose verdicts say more where they apply.
+
+namespace {
+
+void check_contract_at_every_size(const grader::Contract& contract, SumFunction run, const std::string& name) {
+  if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
+  const cudaStream_t stream = student_stream();
+  Output o;
+  for (const std::size_t n : correctness_sizes()) {
+    Data d(n, Input::Uniform, name + " contract");
+    CAPTURE(d.text());
+    const auto once = [&] { run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, stream); };
+    once();
+    grader::synchronize(name + " on " + d.text() + " (untraced)");
+    std::optional<grader::Trace> trace;
+    {
+      const grader::GpuWait wait(name + " on " + d.text());
+      trace = grader::trace(once);
+    }
+    const grader::ContractCall call{name + "(in, " + std::to_string(n) + ", out, workspace, " +
+                                        std::to_string(kWorkspaceBytes) + ", stream)",
+                                    {stream}, {}, {{"n", double(n)}}};
+    grader::require_contract(contract, call, trace);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Task 2: reduce_sum keeps its contract for every size", "[task_2]") {
+  grader::require_gpu();
+  check_contract_at_every_size(reduction_grader::device_reduction_contract("reduce_sum"), reduce_sum, "reduce_sum");
+}
+
+TEST_CASE("Task 3: norm_l2_cub keeps its contract for every size", "[task_3]") {
+  grader::require_gpu();
+  check_contract_at_every_size(reduction_grader::device_reduction_contract("norm_l2_cub"), norm_l2_cub, "norm_l2_cub");
+}
+
+TEST_CASE("Task 4: reduce_sum_challenge keeps its contract for every size", "[task_4]") {
+  grader::require_gpu();
+  check_contract_at_every_size(reduction_grader::device_reduction_contract("reduce_sum_challenge"),
+                               reduce_sum_challenge, "reduce_sum_challenge");
 }

@@ -10,6 +10,7 @@
 // cudaMalloc and cudaFree, task 4 against the sequential pageable version.
 #include "streams.hpp"
 
+#include "contracts.hpp"
 #include "diagnosis.hpp"
 #include "grader.hpp"
 #include "tracer.hpp"
@@ -1189,3 +1190,94 @@ TEST_CASE("Task 4: process_pageable time against the sequential pageable version
 }
 
 }  // namespace
+
+// ============================ Contracts, at every shape ============================
+// Each function's contract (contracts.hpp) held against a traced call at every shape the
+// correctness tests use. One untraced call comes first: a stream or event made once and kept for
+// later calls is not left behind by each call; one made by every call is. These run after the
+// tests above, whose verdicts say more where they apply.
+
+namespace {
+
+grader::ContractCall process_call(Pipeline& p) {
+  return {"process(" + shape_text(p.shape) + ")",
+          {},
+          {{"host_in", p.in.data(), p.shape.n * kFloat}, {"host_out", p.out.data(), p.shape.n * kFloat}},
+          {{"n", double(p.shape.n)}, {"num_streams", p.shape.streams}, {"num_chunks", p.shape.chunks}}};
+}
+
+// Runs \p work once untraced, then traced, and holds the second call to \p contract.
+template <class Work>
+void require_contract_kept(const grader::Contract& contract, const grader::ContractCall& call, const std::string& wait,
+                           Work work) {
+  {
+    grader::GpuWait w(wait + " (untraced)");
+    work();
+  }
+  grader::synchronize(wait + " (untraced)");
+  std::optional<grader::Trace> trace;
+  {
+    grader::GpuWait w(wait);
+    trace = grader::trace(work);
+  }
+  grader::require_contract(contract, call, trace);
+}
+
+}  // namespace
+
+TEST_CASE("Task 1: process keeps its contract for any n, number of streams and of chunks", "[task_1]") {
+  grader::require_gpu();
+  if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
+  const grader::Contract contract = streams_grader::process_contract();
+  for (const Shape& shape : pipeline_shapes()) {
+    CAPTURE(shape_text(shape));
+    Pipeline p(shape);
+    require_contract_kept(contract, process_call(p), "process on " + shape_text(shape), [&] { p.run(); });
+  }
+}
+
+TEST_CASE("Task 2: compute_then_copy keeps its contract for every n", "[task_2]") {
+  grader::require_gpu();
+  if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
+  const grader::Contract contract = streams_grader::compute_then_copy_contract();
+  for (const std::size_t n : {std::size_t(1), std::size_t(1000), std::size_t(65537), (std::size_t(1) << 20) + 3}) {
+    CAPTURE(n);
+    TwoStages s(n);
+    const grader::ContractCall call{"compute_then_copy(n = " + std::to_string(n) + ")",
+                                    {s.compute.get(), s.copy.get()},
+                                    {{"host_out", s.host_out.data(), n * kFloat}},
+                                    {{"n", double(n)}}};
+    require_contract_kept(contract, call, "compute_then_copy on n = " + std::to_string(n), [&] { s.run(); });
+  }
+}
+
+TEST_CASE("Task 3: transform_batches keeps its contract for every batch layout", "[task_3]") {
+  grader::require_gpu();
+  if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
+  const grader::Contract contract = streams_grader::transform_batches_contract();
+  for (const auto& sizes : batch_layouts()) {
+    Batches b(sizes, kCheckWork);
+    CAPTURE(b.text());
+    const grader::ContractCall call{"transform_batches(" + b.text() + ")", {b.stream.get()}, {}, {{"n", double(b.n)}}};
+    require_contract_kept(contract, call, "transform_batches on " + b.text(), [&] { b.run(); });
+  }
+}
+
+TEST_CASE("Task 4: process_pageable keeps its contract for any n and staging size", "[task_4]") {
+  grader::require_gpu();
+  if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
+  const grader::Contract contract = streams_grader::process_pageable_contract();
+  for (const auto& [n, staging] : {std::pair{std::size_t(1), std::size_t(4096)}, std::pair{std::size_t(4099), std::size_t(5000)},
+                                   std::pair{std::size_t(70001), std::size_t(4096)},
+                                   std::pair{(std::size_t(1) << 20) + 3, std::size_t(1) << 16}}) {
+    Staged s(n, staging, kCheckWork, "task 4 contract");
+    CAPTURE(s.text());
+    const grader::ContractCall call{"process_pageable(" + s.text() + ")",
+                                    {},
+                                    {{"host_in", s.in.data(), n * kFloat},
+                                     {"host_out", s.out.data(), n * kFloat},
+                                     {"staging", s.staging.data(), s.staging.size() * kFloat}},
+                                    {{"n", double(n)}}};
+    require_contract_kept(contract, call, "process_pageable on " + s.text(), [&] { s.run(); });
+  }
+}

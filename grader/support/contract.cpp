@@ -83,20 +83,21 @@ Handles created_by(const Trace& t) {
 }
 
 bool stream_allowed(const Contract& contract, const ContractCall& call, const Handles& own, cudaStream_t s) {
+  const bool given = std::find(call.streams.begin(), call.streams.end(), s) != call.streams.end();
   switch (contract.streams) {
     case Streams::Any: return true;
-    case Streams::Given: return call.stream && s == *call.stream;
+    case Streams::Given: return given;
     case Streams::Own: return own.streams.count(s) > 0;
-    case Streams::GivenOrOwn: return (call.stream && s == *call.stream) || own.streams.count(s) > 0;
+    case Streams::GivenOrOwn: return given || own.streams.count(s) > 0;
   }
   return false;
 }
 
 std::string allowed_streams_text(const Contract& contract) {
   switch (contract.streams) {
-    case Streams::Given: return "the stream it is given";
+    case Streams::Given: return "the streams it is given";
     case Streams::Own: return "streams it creates";
-    case Streams::GivenOrOwn: return "the stream it is given and streams it creates";
+    case Streams::GivenOrOwn: return "the streams it is given and streams it creates";
     case Streams::Any: return "any stream";
   }
   return "";
@@ -115,18 +116,21 @@ void check_streams(const Contract& contract, const ContractCall& call, const Tra
   for (const TracedKernel& k : t.kernels) {
     if (k.stream_known) wrong(k.stream, "kernel " + k.name + (k.from_graph ? " (in a graph)" : ""));
   }
+  // Synchronous copies and memsets run on the default stream too, but where the contract limits
+  // waiting, the waits clause reports them (with what they cost): one fact, said once.
+  const bool synchronous_judged_as_waits = contract.waits != Waits::Any;
   for (const TracedCopy& c : t.copies) {
     if (c.api == "cudaGraphLaunch") continue;  // judged by its cudaGraphLaunch call
     if (c.stream_known) {
       wrong(c.stream, "copy " + direction_text(c.direction));
-    } else if (is_synchronous_copy(c.api)) {
+    } else if (is_synchronous_copy(c.api) && !synchronous_judged_as_waits) {
       wrong(nullptr, "copy " + direction_text(c.direction) + " (" + c.api + ")");
     }
   }
   for (const TracedCall& c : t.calls) {
     if (!succeeded(c)) continue;
     if (c.has_stream && enqueues_on_its_stream(c.name)) wrong(c.stream, c.name);
-    if (is_synchronous_memset(c.name)) wrong(nullptr, c.name);
+    if (is_synchronous_memset(c.name) && !synchronous_judged_as_waits) wrong(nullptr, c.name);
   }
   if (by_stream.empty()) return;
   std::ostringstream facts;
@@ -305,11 +309,14 @@ void check_copies(const Contract& contract, const ContractCall& call, const Trac
   }
   std::vector<std::string> facts;
   if (!wrong.empty()) {
+    const auto only = [](const std::vector<std::string>& names) {
+      return names.empty() ? std::string("no host memory") : "only " + join(names, " or ");
+    };
     std::string allowed;
-    if (contract.copies_read) allowed += "copies to the device read only " + join(*contract.copies_read, " or ");
+    if (contract.copies_read) allowed += "copies to the device may read " + only(*contract.copies_read);
     if (contract.copies_write) {
-      allowed += std::string(allowed.empty() ? "" : ", and ") + "copies from the device write only " +
-                 join(*contract.copies_write, " or ");
+      allowed += std::string(allowed.empty() ? "" : ", and ") + "copies from the device may write " +
+                 only(*contract.copies_write);
     }
     facts.push_back(wrong.text() + ", where " + allowed);
   }

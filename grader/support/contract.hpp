@@ -31,9 +31,9 @@ namespace grader {
 /// allocations, event records, graph launches). The legacy and per-thread default streams are
 /// never among them, except under Streams::Any.
 enum class Streams {
-  Given,       ///< only the stream it is given (a cuBLAS handle's stream counts as given)
+  Given,       ///< only the streams it is given (a cuBLAS handle's stream counts as given)
   Own,         ///< only streams it creates itself
-  GivenOrOwn,  ///< the stream it is given and streams it creates (joined to it by events)
+  GivenOrOwn,  ///< the streams it is given and streams it creates (joined to them by events)
   Any,         ///< any, the default stream included (lesson 01's synchronous round trip)
 };
 
@@ -54,7 +54,7 @@ struct HostBuffer {
 /// One call of a graded function, as the grader made it.
 struct ContractCall {
   std::string text;                         ///< "process(n = 4194304, 4 streams, 16 chunks)"
-  std::optional<cudaStream_t> stream;       ///< the stream it was given, if any
+  std::vector<cudaStream_t> streams;        ///< the streams it was given (none, one, or two for lesson 05's task 2)
   std::vector<HostBuffer> host;             ///< every host buffer it was given
   std::map<std::string, double> arguments;  ///< its scalar arguments by name, for the work clause
 };

@@ -57,7 +57,7 @@ grader::TracedCopy copy(grader::CopyDirection direction, const void* host, cudaS
 float host_in[4], host_out[4], elsewhere[4];
 
 grader::ContractCall process_call() {
-  return {"process(n = 4)", std::nullopt, {{"host_in", host_in, sizeof host_in}, {"host_out", host_out, sizeof host_out}}, {}};
+  return {"process(n = 4)", {}, {{"host_in", host_in, sizeof host_in}, {"host_out", host_out, sizeof host_out}}, {}};
 }
 
 grader::Contract process_contract() {
@@ -113,7 +113,7 @@ TEST_CASE("streams: work on the default stream or someone else's stream breaks t
   grader::Contract given = process_contract();
   given.streams = grader::Streams::Given;
   grader::ContractCall with_stream = process_call();
-  with_stream.stream = kGiven;
+  with_stream.streams = {kGiven};
   grader::Trace t2;
   t2.kernels = {kernel(kGiven)};
   CHECK(grader::contract_violations(given, with_stream, t2).empty());
