@@ -220,6 +220,8 @@ void take_record(Collector& c, const CUpti_Activity* record) {
         copy.stream_known = origin->second.stream_known;
         copy.source_pointer = origin->second.source;
         copy.destination_pointer = origin->second.destination;
+        // A graph's copies never hold the host: cudaGraphLaunch returns at once.
+        if (copy.api == "cudaGraphLaunch") copy.asynchronous = true;
       }
       c.trace.copies.push_back(std::move(copy));
       break;
