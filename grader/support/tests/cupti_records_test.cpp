@@ -139,7 +139,8 @@ std::string documented_record(const std::string& header, const std::string& kind
   std::size_t ref = comment.find("\\ref");
   if (ref == std::string::npos) return "";
   ref += 4;
-  while (ref < comment.size() && std::isspace(static_cast<unsigned char>(comment[ref]))) ++ref;
+  // "\ref" may end a line: the name is on the next, after the comment's " * ".
+  while (ref < comment.size() && (std::isspace(static_cast<unsigned char>(comment[ref])) || comment[ref] == '*')) ++ref;
   std::size_t end = ref;
   while (end < comment.size() && (std::isalnum(static_cast<unsigned char>(comment[end])) || comment[end] == '_')) ++end;
   return comment.substr(ref, end - ref);
