@@ -35,15 +35,22 @@ namespace grader {
 namespace {
 
 // Activity records are versioned structs; CUDA 13's CUPTI delivers these. CUDA 12's has the
-// versions before them, whose fields used here sit at the same places.
+// versions before them, whose fields used here sit at the same places. The names also go out
+// through cupti_records(); tests/cupti_records_test.cpp checks the fields take_record reads
+// against the structs the compiled header documents (a field read here must be listed there).
 #if CUPTI_API_VERSION >= 130000
-using KernelRecord = CUpti_ActivityKernel10;
-using MemcpyRecord = CUpti_ActivityMemcpy6;
+#define WORKBOOK_KERNEL_RECORD CUpti_ActivityKernel10
+#define WORKBOOK_MEMCPY_RECORD CUpti_ActivityMemcpy6
 #else
-using KernelRecord = CUpti_ActivityKernel9;
-using MemcpyRecord = CUpti_ActivityMemcpy5;
+#define WORKBOOK_KERNEL_RECORD CUpti_ActivityKernel9
+#define WORKBOOK_MEMCPY_RECORD CUpti_ActivityMemcpy5
 #endif
-using MemsetRecord = CUpti_ActivityMemset4;
+#define WORKBOOK_MEMSET_RECORD CUpti_ActivityMemset4
+using KernelRecord = WORKBOOK_KERNEL_RECORD;
+using MemcpyRecord = WORKBOOK_MEMCPY_RECORD;
+using MemsetRecord = WORKBOOK_MEMSET_RECORD;
+#define WORKBOOK_NAME_OF(record) WORKBOOK_NAME_OF_EXPANDED(record)
+#define WORKBOOK_NAME_OF_EXPANDED(record) #record
 
 constexpr std::size_t kBufferBytes = 8u << 20;
 constexpr std::size_t kBufferAlign = 8;
@@ -611,6 +618,11 @@ const std::string& initialise() {
 }
 
 }  // namespace
+
+CuptiRecords cupti_records() {
+  return {CUPTI_API_VERSION, WORKBOOK_NAME_OF(WORKBOOK_KERNEL_RECORD), WORKBOOK_NAME_OF(WORKBOOK_MEMCPY_RECORD),
+          WORKBOOK_NAME_OF(WORKBOOK_MEMSET_RECORD)};
+}
 
 bool Tracer::available(std::string* why) {
   const std::string& reason = initialise();

@@ -154,6 +154,20 @@ std::string kernel_short_name(const std::string& mangled, std::string* signature
 /// (the kernels it launched, its copies, allocations and waits).
 [[noreturn]] void wrote_nothing(const std::string& what, const std::optional<Trace>& trace);
 
+/// The CUPTI activity record structs the tracer reads each record as. They are chosen when
+/// tracer.cpp is compiled, by the CUPTI_API_VERSION of its cupti.h: CUDA 13's CUPTI (130000
+/// and up) takes CUpti_ActivityKernel10 and CUpti_ActivityMemcpy6, CUDA 12's (22 in 12.4 to
+/// 28 in 12.9) CUpti_ActivityKernel9 and CUpti_ActivityMemcpy5. grader_support_tests checks
+/// that every field the tracer reads sits where the header's documented struct has it.
+struct CuptiRecords {
+  std::uint32_t api_version = 0;   ///< CUPTI_API_VERSION of the cupti.h tracer.cpp was compiled with
+  const char* kernel_record = "";  ///< read for CUPTI_ACTIVITY_KIND_(CONCURRENT_)KERNEL: "CUpti_ActivityKernel10"
+  const char* memcpy_record = "";  ///< read for CUPTI_ACTIVITY_KIND_MEMCPY: "CUpti_ActivityMemcpy6"
+  const char* memset_record = "";  ///< read for CUPTI_ACTIVITY_KIND_MEMSET: "CUpti_ActivityMemset4"
+};
+/// Which record structs this build's tracer reads, and for which CUPTI headers.
+CuptiRecords cupti_records();
+
 /// Thrown when the tracer cannot start (no CUPTI, another tool holds it).
 class TracerUnavailable : public std::runtime_error {
 public:

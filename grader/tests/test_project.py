@@ -1,8 +1,10 @@
-"""Project-level promises: CI runs the README's test command verbatim, and the lessons'
-code blocks and the README's lesson table are generated from their sources."""
+"""Project-level promises: CI runs the README's test command verbatim and builds everything with
+CUDA 12.4 through the project's own script, and the lessons' code blocks and the README's
+lesson table are generated from their sources."""
 import re
 import subprocess
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -38,6 +40,46 @@ class ProjectTest(unittest.TestCase):
         for path in (ROOT / ".ci" / "run", ROOT / "tools" / "install_deps.sh"):
             code = "\n".join(line.split("#")[0] for line in path.read_text().splitlines())
             self.assertNotRegex(code, r"[a-z]+://", f"{path.name} must take the mirror from apt, not name a host")
+
+    def test_ci_builds_everything_with_cuda12_through_the_projects_own_script(self):
+        ci = (ROOT / ".ci" / "run").read_text()
+        code = "\n".join(line.split("#")[0] for line in ci.splitlines())
+        self.assertRegex(code, r"(?m)^tools/ci/cuda12_toolkit\.sh\b",
+                         ".ci/run must lay out CUDA 12 with tools/ci/cuda12_toolkit.sh")
+        self.assertIn('-DCMAKE_CUDA_ARCHITECTURES="75;86;90"', code, "CUDA 12 is built for T4, A10 and H100")
+        self.assertRegex(code, r"cmake --build build/cuda12\b.* -- -k 0", "the CUDA 12 build shows every failure")
+        self.assertRegex(code, r"ctest --test-dir build/cuda12\b", "the CUDA 12 build's tests run")
+        self.assertLess(code.index("cmake --workflow --preset test"), code.index("tools/ci/cuda12_toolkit.sh"),
+                        "the CUDA 13 workflow comes first")
+        self.assertNotIn("shared", code, "CI must not depend on ../shared")
+
+    def test_cuda12_script_names_no_host_and_pins_its_versions(self):
+        script = ROOT / "tools" / "ci" / "cuda12_toolkit.sh"
+        text = script.read_text()
+        code = "\n".join(line.split("#")[0] for line in text.splitlines())
+        self.assertNotRegex(code, r"[a-z]+://", "it takes the mirror from apt and the index from pip")
+        self.assertNotRegex(code, r"\b[a-z0-9-]+\.(org|com|net|io|dev)\b", "it names no host")
+        self.assertNotIn("shared", code, "the project's script stands on its own")
+        for pinned in re.findall(r'"(nvidia-[a-z0-9-]+-cu12)(==[0-9.a-z]+) --hash=sha256:[0-9a-f]{64}"', text):
+            self.assertTrue(pinned[1].startswith("==12.4."), pinned)
+        self.assertEqual(len(re.findall(r"--hash=sha256:[0-9a-f]{64}", text)), 5, "five wheels, each with its hash")
+        self.assertRegex(text, r"DEBS=\(nvidia-cuda-toolkit=12\.4\.\S+ nvidia-cuda-dev=12\.4\.\S+\)")
+        for args, status, says in (([], 2, "PREFIX"), (["--help"], 0, "PREFIX"), (["--bogus"], 2, "--help")):
+            result = subprocess.run(["bash", str(script)] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            self.assertEqual(result.returncode, status, result.stdout.decode())
+            self.assertIn(says, result.stdout.decode())
+
+    def test_cuda12_script_refuses_a_folder_it_did_not_lay_out(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "precious.txt").write_text("keep me")
+            result = subprocess.run(["bash", str(ROOT / "tools" / "ci" / "cuda12_toolkit.sh"), tmp],
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out = result.stdout.decode()
+            if "x86_64 only" in out or "needs " in out:
+                self.skipTest(f"the script cannot run on this machine: {out.strip()}")
+            self.assertEqual(result.returncode, 1, out)
+            self.assertIn("not a toolkit this script laid out", out)
+            self.assertEqual((Path(tmp) / "precious.txt").read_text(), "keep me")
 
     def test_install_script_dry_run_knows_this_machine(self):
         result = subprocess.run(["bash", str(ROOT / "tools" / "install_deps.sh"), "--dry-run"],

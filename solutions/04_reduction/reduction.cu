@@ -5,6 +5,7 @@
 
 #include <cub/device/device_reduce.cuh>
 #include <cuda/std/functional>
+#include <thrust/iterator/transform_iterator.h>
 #include <thrust/iterator/transform_output_iterator.h>
 
 #include <cstdint>
@@ -150,12 +151,15 @@ void reduce_sum(const float* in, std::size_t n, float* out, void* workspace, std
 
 void norm_l2_cub(const float* in, std::size_t n, float* out, void* workspace, std::size_t workspace_bytes,
                  cudaStream_t stream) {
-  // CuPy's ReductionKernel in CUB's terms: identity 0, map x * x, reduce +, post-map sqrt
-  // (applied by the output iterator as CUB writes the result).
+  // CuPy's ReductionKernel in CUB's terms: identity 0, map x * x (applied by the input iterator
+  // as CUB reads each value), reduce +, post-map sqrt (applied by the output iterator as CUB
+  // writes the result). Reduce over a transform iterator rather than TransformReduce, which
+  // CUB has only from 2.4 (CUDA 12.5): this builds with CUDA 12.4 too.
+  const auto squares = thrust::make_transform_iterator(in, Square{});
   const auto result = thrust::make_transform_output_iterator(out, SquareRoot{});
   std::size_t needed = 0;
-  cudaError_t status = cub::DeviceReduce::TransformReduce(nullptr, needed, in, result, n, cuda::std::plus<>{},
-                                                          Square{}, 0.0f, stream);
+  cudaError_t status = cub::DeviceReduce::Reduce(nullptr, needed, squares, result, n, cuda::std::plus<>{}, 0.0f,
+                                                 stream);
   if (status != cudaSuccess) {
     throw std::runtime_error(std::string("norm_l2_cub: CUB's size query failed: ") + cudaGetErrorString(status));
   }
@@ -163,8 +167,7 @@ void norm_l2_cub(const float* in, std::size_t n, float* out, void* workspace, st
     throw std::runtime_error("norm_l2_cub: CUB needs " + std::to_string(needed) + " bytes of temporary storage; the "
                              "workspace has " + std::to_string(workspace_bytes));
   }
-  status = cub::DeviceReduce::TransformReduce(workspace, needed, in, result, n, cuda::std::plus<>{}, Square{}, 0.0f,
-                                              stream);
+  status = cub::DeviceReduce::Reduce(workspace, needed, squares, result, n, cuda::std::plus<>{}, 0.0f, stream);
   if (status != cudaSuccess) {
     throw std::runtime_error(std::string("norm_l2_cub: CUB failed: ") + cudaGetErrorString(status));
   }

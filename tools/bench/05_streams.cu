@@ -58,6 +58,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -218,7 +219,10 @@ bool process_is_right(const std::vector<int>& stream_counts, const std::vector<i
 // Whether process_pageable gives every element bit for bit, with ample and with scarce staging.
 bool process_pageable_is_right(std::string& why) {
   workbook::PinnedBuffer<float> staging(kStagingFloats);
-  for (const auto& shape : {std::pair<std::size_t, std::size_t>{1000003, kStagingFloats}, {4099, 5000}, {1, 4096}}) {
+  // A named array, not a braced list in the loop: nvcc 12.4 and 12.5 reject a range-for over a
+  // braced list whose later elements do not name their type.
+  const std::pair<std::size_t, std::size_t> shapes[] = {{1000003, kStagingFloats}, {4099, 5000}, {1, 4096}};
+  for (const auto& shape : shapes) {
     const std::size_t n = shape.first, staging_floats = shape.second;  // named, so the lambda below can use them
     const std::vector<float> x = workbook::random_floats(n, 52);
     const std::vector<float> want = transformed(x, kCheckWork);

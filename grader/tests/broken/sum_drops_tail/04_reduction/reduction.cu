@@ -5,6 +5,7 @@
 
 #include <cub/device/device_reduce.cuh>
 #include <cuda/std/functional>
+#include <thrust/iterator/transform_iterator.h>
 #include <thrust/iterator/transform_output_iterator.h>
 
 #include <stdexcept>
@@ -64,15 +65,16 @@ struct Root {
 
 void norm_l2_cub(const float* in, std::size_t n, float* out, void* workspace, std::size_t workspace_bytes,
                  cudaStream_t stream) {
+  auto squares = thrust::make_transform_iterator(in, Square{});
   auto result = thrust::make_transform_output_iterator(out, Root{});
   std::size_t bytes = 0;
-  if (cub::DeviceReduce::TransformReduce(nullptr, bytes, in, result, n, cuda::std::plus<>{}, Square{}, 0.0f,
-                                         stream) != cudaSuccess) {
+  if (cub::DeviceReduce::Reduce(nullptr, bytes, squares, result, n, cuda::std::plus<>{}, 0.0f, stream) !=
+      cudaSuccess) {
     throw std::runtime_error("CUB size query failed");
   }
   if (bytes > workspace_bytes) throw std::runtime_error("workspace too small for CUB");
-  if (cub::DeviceReduce::TransformReduce(workspace, bytes, in, result, n, cuda::std::plus<>{}, Square{}, 0.0f,
-                                         stream) != cudaSuccess) {
+  if (cub::DeviceReduce::Reduce(workspace, bytes, squares, result, n, cuda::std::plus<>{}, 0.0f, stream) !=
+      cudaSuccess) {
     throw std::runtime_error("CUB reduction failed");
   }
 }
