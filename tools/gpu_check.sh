@@ -37,7 +37,8 @@ stage_tests() {
 stage_e2e() {
   local regex=$1 name
   name=e2e_$(echo "$regex" | tr -c 'a-zA-Z0-9' '_' | cut -c1-40)
-  ctest --test-dir build/test -R "grader\.e2e\.($regex)" --output-on-failure -V > "$logs/$name.log" 2>&1
+  # Side by side: ./grade's per-GPU lock times every timed phase alone (grader/README.md).
+  ctest --test-dir build/test -R "grader\.e2e\.($regex)" -j "${E2E_JOBS:-6}" --output-on-failure -V > "$logs/$name.log" 2>&1
   echo "$name: exit $?, $(grep -E 'tests passed' "$logs/$name.log")" | tee -a "$logs/stages.txt"
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/$name.log"
 }
