@@ -7,7 +7,7 @@
 
 namespace grader {
 
-std::string hint(const char* id, const std::string& text) { return std::string("Hint [") + id + "]: " + text; }
+std::string hint(HintId id, const std::string& text) { return std::string("Hint [") + hint_id_text(id) + "]: " + text; }
 
 bool nothing_written(const workbook::ComparisonReport& comparison, const workbook::GuardReport& guards) {
   return comparison.count > 0 && comparison.unwritten == comparison.count && guards.intact();
