@@ -90,6 +90,11 @@ void GuardedDeviceArray::poison() {
 void GuardedDeviceArray::upload(const std::vector<float>& host) {
   if (host.size() != n_) throw std::invalid_argument("GuardedDeviceArray::upload: size mismatch");
   if (n_ > 0) WORKBOOK_CUDA_CHECK(cudaMemcpy(data(), host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice));
+  // A cudaMemcpy from pageable memory may return before the data reaches the device, and it is
+  // ordered only with the legacy default stream: wait, so that work on any stream (a student's
+  // non-blocking one) sees the data. Without this, a rerun could start from another state than the
+  // run it is compared with.
+  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 void GuardedDeviceArray::fill_random(std::uint64_t seed, float lo, float hi) {

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+using grader::HintId;
+
 namespace {
 
 constexpr workbook::Tolerance kExact{0.0, 0.0};
@@ -305,8 +307,8 @@ TEST_CASE("Task 3: vector_add_host does the whole round trip", "[task_3]") {
       // The tracer saw the launch it made: a grid of 0 blocks is what CUDA rejected.
       const grader::TracedCall* empty = trace ? trace->empty_grid_launch() : nullptr;
       FAIL("vector_add_host(n = 0) threw: " << what << "\nWith n = 0 there is nothing to add.\n"
-           << (empty ? grader::hint("empty-grid", "it launched a grid of 0 blocks, which CUDA rejects: return "
-                                                  "before launching when n == 0.")
+           << (empty ? grader::hint(HintId::empty_grid, "it launched a grid of 0 blocks, which CUDA rejects: "
+                                                        "return before launching when n == 0.")
                      : std::string()));
     }
   }

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+using grader::HintId;
+
 namespace {
 
 // |x1*x2| <= 1 and |b| <= 4, so either rounding is within a few 1e-7 of the exact value.
@@ -258,8 +260,8 @@ TEST_CASE("Task 2: launch_multiply_add launches valid configurations correctly",
       // The tracer saw the launch it made: a grid of 0 blocks is what CUDA rejected.
       const grader::TracedCall* empty = trace ? trace->empty_grid_launch() : nullptr;
       FAIL("launch_multiply_add(n = 0) threw: " << what << "\nWith n = 0 there is nothing to do.\n"
-           << (empty ? grader::hint("launcher-empty-grid", "it launched a grid of 0 blocks, which CUDA rejects: "
-                                                           "return before launching when n == 0.")
+           << (empty ? grader::hint(HintId::launcher_empty_grid, "it launched a grid of 0 blocks, which CUDA "
+                                                                 "rejects: return before launching when n == 0.")
                      : std::string()));
     }
     if (trace && !trace->kernels.empty()) {
@@ -289,12 +291,12 @@ TEST_CASE("Task 2: launch_multiply_add rejects invalid configurations with an er
       threw = true;
     }
     const cudaError_t pending = cudaGetLastError();  // clears an error a launch left behind
-    if (!threw) {
+    if (!threw) {  // an impossible configuration returned without an exception
       FAIL("launch_multiply_add with " << c.what << " returned as if it had launched"
            << (pending != cudaSuccess ? std::string(", but CUDA had rejected the launch: ") + cudaGetErrorName(pending)
                                       : std::string())
-           << ".\n" << grader::hint("launcher-no-validation", "it returned normally for a configuration that cannot "
-           "run: check the configuration before launching and throw std::invalid_argument with a message "
+           << ".\n" << grader::hint(HintId::launcher_no_validation, "it returned normally for a configuration that "
+           "cannot run: check the configuration before launching and throw std::invalid_argument with a message "
               "that says what is wrong; WORKBOOK_CHECK_LAUNCH() after the launch catches what CUDA itself rejects."));
     }
   }
@@ -347,9 +349,9 @@ TEST_CASE("Task 2: launch_multiply_add launches on the stream it is given", "[ta
          << ", captured launches: " << nodes << ".\n"
          // Nothing captured, nothing thrown, the capture intact: the kernel went to another stream.
          << (!elsewhere.empty()
-                 ? grader::hint("launcher-stream", "it launched on " + elsewhere + " instead of the stream it was "
-                                                   "given: pass the stream as the fourth launch parameter, "
-                                                   "multiply_add<<<grid, block, 0, stream>>>(...).")
+                 ? grader::hint(HintId::launcher_stream, "it launched on " + elsewhere + " instead of the stream it "
+                                                         "was given: pass the stream as the fourth launch parameter, "
+                                                         "multiply_add<<<grid, block, 0, stream>>>(...).")
                  : std::string()));
   }
   check_output(p);
@@ -443,13 +445,13 @@ TEST_CASE("Task 3: time_multiply_add agrees with the helper library's event time
                                                          : static_cast<long long>(trace->calls.size());
         const bool started = recorded_between(previous, at);
         const bool stopped = recorded_between(at, next);
-        if (!started || !stopped) {
+        if (!started || !stopped) {  // no successful record between this launch and its neighbour
           FAIL("time_multiply_add's timed launch " << j - first_timed + 1 << " of " << kSamples << " has no event "
                "recorded " << (!started ? "between the launch before it and itself" : "between itself and the next "
                "launch") << ", so no pair of events encloses it.\n"
-               << grader::hint("timer-events-misplaced", "an event pair times what is enqueued between its two "
-                               "records: each sample is record(start), launch, record(stop), in that order, on the "
-                               "launch's stream.") << seen);
+               << grader::hint(HintId::timer_events_misplaced, "an event pair times what is enqueued between its "
+                               "two records: each sample is record(start), launch, record(stop), in that order, on "
+                               "the launch's stream.") << seen);
         }
       }
       const cudaStream_t launched_on = kernels.empty() ? nullptr : kernels[0].stream;

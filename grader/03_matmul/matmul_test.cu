@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+using grader::HintId;
+
 // The yardstick for the thresholds of tasks 1 and 2: C = A^T * B with A^T given (K x M, row
 // major), one thread per element of C, x along the columns. Per multiply-add it issues what the
 // lesson's naive kernel issues, a load every thread of a warp shares and a coalesced one, and it
@@ -212,12 +214,13 @@ bool holds_transpose(const Shape& s, const std::vector<float>& got, const std::v
 // A shape with two full tiles and a partial one in each direction of C, and a partial K tile.
 const Shape kEdgeProbe{2 * kTile + 16, 2 * kTile + 8, kTile + 8};
 
+// Call only when only_edge_tiles_wrong() said so, with the words it gave.
 std::string edge_tile_hint(const std::string& where) {
-  return grader::hint("edge-tiles", where + " the wrong elements all lie in the partial tiles at the bottom or "
-                                            "right edge of C, and the full tiles are right. Every thread loads its "
-                                            "element of the A and B tiles, 0 past the edge of the matrix, even when "
-                                            "its own element of C is outside C: no early return, and every thread "
-                                            "reaches every __syncthreads().");
+  return grader::hint(HintId::edge_tiles, where + " the wrong elements all lie in the partial tiles at the bottom "
+                                                  "or right edge of C, and the full tiles are right. Every thread "
+                                                  "loads its element of the A and B tiles, 0 past the edge of the "
+                                                  "matrix, even when its own element of C is outside C: no early "
+                                                  "return, and every thread reaches every __syncthreads().");
 }
 
 // True when \p evidence.run's output on \p s with \p got shows wrong elements only in the
@@ -285,28 +288,38 @@ std::string matrix_errors(Problem& p, const std::vector<float>& got, const workb
   out << "), in rows " << e.r0 << ".." << e.r1 << " and columns " << e.c0 << ".." << e.c1 << " (tolerance "
       << tol.abs << " for K = " << s.K << ")." << e.first << "\n";
 
+  // Each hint below is printed only when its evidence holds, checked in this order; the checks
+  // before it did not fire.
   std::string where;
+  // Evidence: matmul_tiled only; every wrong element in a partial edge tile, the full tiles right
+  // (at this shape, or on a probe shape when this one has no full tile).
   if (only_edge_tiles_wrong(s, e, evidence, where)) {
     out << edge_tile_hint(where);
     return out.str();
   }
+  // Evidence: the same call, rerun on the same inputs from C poisoned again, gave elements that
+  // differ from the first run by more than the tolerance.
   if (const std::size_t differ = differences_between_runs(p, got, evidence, tol); differ > 0) {
-    out << grader::hint("race", "the same inputs gave different results in two runs (" + std::to_string(differ) +
-                                    " elements differ between them): threads race. In a tiled kernel that is shared "
-                                    "memory with a __syncthreads() missing: after the loads (nobody reads a tile "
-                                    "before it is complete) or after the inner loop (nobody overwrites a tile another "
-                                    "warp still reads). ./grade --sanitize 03 runs racecheck, which names the line.");
+    out << grader::hint(HintId::race, "the same inputs gave different results in two runs (" +
+                                          std::to_string(differ) + " elements differ between them): threads race. "
+                                          "In a tiled kernel that is shared memory with a __syncthreads() missing: "
+                                          "after the loads (nobody reads a tile before it is complete) or after the "
+                                          "inner loop (nobody overwrites a tile another warp still reads). ./grade "
+                                          "--sanitize 03 runs racecheck, which names the line.");
     return out.str();
   }
+  // Evidence: NaN or infinity in C, and none when the same call starts from C = 0.
   if (e.nonfinite > 0 && reads_c_before_writing(p, evidence)) {
-    out << grader::hint("reads-output", "with C set to 0 before the call instead of the grader's NaN, no element "
-                                        "comes out NaN: the kernel reads C before writing it (C[i] += ..., or C as "
-                                        "the running sum). Sum in a register and store once: C[row * N + col] = "
-                                        "sum.");
+    out << grader::hint(HintId::reads_output, "with C set to 0 before the call instead of the grader's NaN, no "
+                                              "element comes out NaN: the kernel reads C before writing it (C[i] += "
+                                              "..., or C as the running sum). Sum in a register and store once: "
+                                              "C[row * N + col] = sum.");
     return out.str();
   }
+  // Evidence: NaN or infinity in C from inputs in [-1, 1], not explained by C itself (when
+  // evidence.run can repeat the call; without it reads_c_before_writing() checked nothing).
   if (e.nonfinite > 0) {
-    out << grader::hint("nan-outside-inputs",
+    out << grader::hint(HintId::nan_outside_inputs,
                         std::to_string(e.nonfinite) + " elements are NaN or infinite, yet A and B hold only numbers "
                         "between -1 and 1: each came from reading memory that is not an element of A or B, past the "
                         "end of A or B (the grader surrounds them with NaN) or shared memory that was never loaded. "
@@ -314,8 +327,9 @@ std::string matrix_errors(Problem& p, const std::vector<float>& got, const workb
     return out.str();
   }
   if (e.unwritten == e.wrong) {
+    // Evidence: every wrong element unwritten, and the grader's own launch had a thread for each.
     if (evidence.block.x > 0) {
-      out << grader::hint("matrix-unwritten",
+      out << grader::hint(HintId::matrix_unwritten,
                           "the launch had a thread for every element of C, yet these were never written: the row "
                           "and column the threads compute do not reach them. Is x the column (0 .. N-1) and y the "
                           "row (0 .. M-1), and does the check row < M && col < N guard only the store?");
@@ -324,15 +338,17 @@ std::string matrix_errors(Problem& p, const std::vector<float>& got, const workb
     }
     return out.str();
   }
-  if (holds_transpose(s, got, want, tol)) {
-    out << grader::hint("transposed-result",
+  if (holds_transpose(s, got, want, tol)) {  // evidence: C[r][c] at C[c * M + r], every element
+    out << grader::hint(HintId::transposed_result,
                         "C holds the right values in transposed places: C[r][c] is at C[c * M + r], column-major, "
                         "as cuBLAS writes a matrix. Row-major C = A * B is, to cuBLAS, column-major C^T = B^T * A^T: "
                         "pass B first, then A, with m = N, n = M and leading dimensions N, K and N.");
     return out.str();
   }
+  // Evidence: every wrong element written, finite and within 4e-3 of the exact value (relative to
+  // |C| + 1), yet outside float32's tolerance.
   if (e.unwritten == 0 && e.worst_relative < 4e-3) {
-    out << grader::hint("low-precision",
+    out << grader::hint(HintId::low_precision,
                         "every wrong element is close, but further off than float32 rounding allows for this K: is "
                         "the arithmetic in lower precision, such as TF32 tensor-core math "
                         "(CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_TF32_TENSOR_OP_MATH) or half-precision sums?");
@@ -352,8 +368,9 @@ std::string guard_errors(const Shape& s, const workbook::GuardReport& guards, st
     const long long rows = (s.M + evidence.block.y - 1) / evidence.block.y * evidence.block.y;
     const long long cols = (s.N + evidence.block.x - 1) / evidence.block.x * evidence.block.x;
     const long long reach = (rows - 1) * s.N + (cols - 1) - 1LL * s.M * s.N;  // the farthest index past the end
+    // Evidence: the grid has threads past M or N, and every write past C lies within their reach.
     if ((rows > s.M || cols > s.N) && static_cast<long long>(guards.farthest_after) <= reach) {
-      return facts + grader::hint("matrix-writes-outside",
+      return facts + grader::hint(HintId::matrix_writes_outside,
                                   "the grid is rounded up to whole blocks, so threads with row >= M or col >= N "
                                   "exist, and the writes past the end lie where those threads would write: check "
                                   "row < M && col < N before the store.");
@@ -640,11 +657,12 @@ TEST_CASE("Task 3: matmul_cublas is correct in FP32 for every shape", "[task_3]"
     check_product(p, "matmul_cublas", library);
   }
   cublasGetMathMode(h.handle, &mode_after);
-  if (mode_after != mode_before) {
+  if (mode_after != mode_before) {  // evidence: only matmul_cublas ran on the handle since mode_before
     const bool tf32 = (mode_after & CUBLAS_TF32_TENSOR_OP_MATH) != 0;
     FAIL("matmul_cublas changed the handle's math mode from " << int(mode_before) << " to " << int(mode_after)
-         << ".\n" << grader::hint("cublas-math-mode", std::string("task 3 uses the handle as it is given: the caller "
-                                   "chose its math mode, so matmul_cublas sets none (no cublasSetMathMode).") +
+         << ".\n" << grader::hint(HintId::cublas_math_mode, std::string("task 3 uses the handle as it is given: "
+                                   "the caller chose its math mode, so matmul_cublas sets none (no "
+                                   "cublasSetMathMode).") +
                                    (tf32 ? " TF32 tensor-core math is faster and less accurate, which the lesson "
                                            "measures separately." : "")));
   }
@@ -672,16 +690,18 @@ TEST_CASE("Task 3: matmul_cublas uses the handle's stream and reports cuBLAS err
     cudaStream_t after = nullptr;
     cublasGetStream(h.handle, &after);
     if (nodes < 1 || after != stream.get() || !error.empty()) {
-      // The cause, where the evidence shows it: the handle's stream changed, or a handle of its own.
+      // The cause, where the evidence shows it: the handle's stream changed during the call, or
+      // (stream unchanged) the spy saw cublasCreate during it.
       std::string why;
       if (after != stream.get()) {
-        why = grader::hint("cublas-stream-changed", "the handle's stream was changed from the caller's to " +
-                                                        grader::stream_text(after) + ": matmul_cublas must not call "
-                                                        "cublasSetStream; cuBLAS runs on the handle's stream.");
+        why = grader::hint(HintId::cublas_stream_changed, "the handle's stream was changed from the caller's to " +
+                                                              grader::stream_text(after) + ": matmul_cublas must not "
+                                                              "call cublasSetStream; cuBLAS runs on the handle's "
+                                                              "stream.");
       } else if (created_handle) {
-        why = grader::hint("cublas-own-handle", "matmul_cublas called cublasCreate: a handle of its own runs on "
-                                                "the default stream, not on the stream the caller set on the handle "
-                                                "it was given. Use the handle passed in.");
+        why = grader::hint(HintId::cublas_own_handle, "matmul_cublas called cublasCreate: a handle of its own runs "
+                                                      "on the default stream, not on the stream the caller set on "
+                                                      "the handle it was given. Use the handle passed in.");
       }
       FAIL("matmul_cublas did not run on the stream set on its handle: captured launches " << nodes << error << ".\n"
            << why);
@@ -702,8 +722,8 @@ TEST_CASE("Task 3: matmul_cublas uses the handle's stream and reports cuBLAS err
       const bool ignored = grader::cublas_failed_gemm_calls() > 0;
       FAIL("matmul_cublas(M = -1) returned as if it had worked: an impossible product must be reported (throw)."
            << (ignored ? "\nIts cuBLAS GEMM call returned an error status.\n" +
-                             grader::hint("cublas-status-unchecked", "cuBLAS reports errors by its return value, not "
-                                          "by exceptions: compare the status cublasSgemm returns with "
+                             grader::hint(HintId::cublas_status_unchecked, "cuBLAS reports errors by its return "
+                                          "value, not by exceptions: compare the status cublasSgemm returns with "
                                           "CUBLAS_STATUS_SUCCESS and throw (std::runtime_error, with "
                                           "cublasGetStatusString(status) in the message) when it differs.")
                        : std::string()));
@@ -790,10 +810,11 @@ TEST_CASE("Task 4: matmul_challenge is a correct hand-written kernel for every s
       }
       FAIL("matmul_challenge(..., stream) launched nothing on that stream (captured launches: " << nodes << ")"
            << error << ".\n"
-           << (!elsewhere.empty() ? grader::hint("challenge-stream", "it launched on " + elsewhere + " instead of "
-                                                                     "the stream it was given, the fourth launch "
-                                                                     "parameter: kernel<<<grid, block, 0, "
-                                                                     "stream>>>(...).")
+           // Nothing captured, nothing thrown: the same call outside the capture launched elsewhere.
+           << (!elsewhere.empty() ? grader::hint(HintId::challenge_stream, "it launched on " + elsewhere + " instead "
+                                                                           "of the stream it was given, the fourth "
+                                                                           "launch parameter: kernel<<<grid, block, "
+                                                                           "0, stream>>>(...).")
                                   : std::string()));
     }
     check_product(p, "matmul_challenge on a stream", own);

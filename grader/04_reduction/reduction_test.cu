@@ -34,6 +34,8 @@
 #include <string>
 #include <vector>
 
+using grader::HintId;
+
 namespace {
 
 
@@ -227,29 +229,38 @@ std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unw
   out << s.name << " on " << d.text() << ": expected " << workbook::format_value(want) << ", got "
       << workbook::format_value(got, unwritten) << " (tolerance " << tolerance << ").\n";
   if (unwritten) {
-    return out.str() + "*out was never written, yet the call launched work (it is not \"not implemented\"): is a "
-                       "counter or flag in the workspace trusted before it was set in this call?";
+    // Facts only: what decides that *out is written is not known to the grader.
+    return out.str() + "*out was never written, yet the call launched work (it is not \"not implemented\"): "
+                       "nothing in this call stored the result. If a counter or flag decides which thread writes "
+                       "it, check what it holds at the start of every call and what it is compared with (atomicAdd "
+                       "returns the value from before the add).";
   }
 
-  // A race first: the same input and the same starting state, a different result.
+  // A race first. Evidence: called again with the workspace refilled with the same garbage and
+  // *out set to NaN (sum_from), a result differs from the first by more than twice the tolerance,
+  // or one is finite and the other not.
   for (int again = 0; again < 3; ++again) {
     const float other = sum_from(s, d, o, workbook::poison_value(), "again, to compare two runs");
     const bool differ = std::isfinite(got) != std::isfinite(other) ||
                         (std::isfinite(got) && !within(other, got, 2 * tolerance));
     if (differ) {
-      return out.str() + grader::hint("reduction-race", "the same input gave " + workbook::format_value(got) + " and " +
-                                      "then " + workbook::format_value(other) + ": threads race. In a tree that is a "
-                                      "__syncthreads() missing between two levels, or a warp stage that reads shared "
-                                      "memory without __syncwarp() or shuffles. ./grade --sanitize 04 runs racecheck, "
-                                      "which names the line.");
+      return out.str() + grader::hint(HintId::reduction_race, "the same input gave " + workbook::format_value(got) +
+                                      " and then " + workbook::format_value(other) + ": threads race. In a tree that "
+                                      "is a __syncthreads() missing between two levels, or a warp stage that reads "
+                                      "shared memory without __syncwarp() or shuffles. ./grade --sanitize 04 runs "
+                                      "racecheck, which names the line.");
     }
   }
   // The result follows what *out held: start it at 0, then at V, the workspace the same both times.
+  // Evidence: right from 0, and V larger (within rounding) from V.
   constexpr float kStart = 1024.0f;
   const float from_zero = sum_from(s, d, o, 0.0f, "with *out set to 0 first");
   const float from_v = sum_from(s, d, o, kStart, "with *out set to 1024 first");
-  if (within(from_zero, want, tolerance) && within(from_v, want + kStart, tolerance + 4 * kUnitRoundoff * (std::abs(want) + kStart))) {
-    return out.str() + grader::hint("stale-accumulator",
+  const double rounding_near_v = 4 * kUnitRoundoff * (std::abs(want) + kStart);
+  const bool follows_the_start =
+      within(from_zero, want, tolerance) && within(from_v, want + kStart, tolerance + rounding_near_v);
+  if (follows_the_start) {
+    return out.str() + grader::hint(HintId::stale_accumulator,
                                     "with *out set to 0 before the call the result is right, and with *out set to 1024 "
                                     "it comes out 1024 larger: " + s.name + " adds to whatever *out holds. Nobody "
                                     "zeroes it for you, and the next call finds the last result there: zero it on the "
@@ -257,35 +268,39 @@ std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unw
                                     "instead of adding to it.");
   }
   // Ones: the exact count tells how many were dropped or doubled (a result far outside [0, 2n] is
-  // no count at all).
+  // no count at all). Evidence for each hint below: a count of ones n - k or n + k, which the
+  // reruns above repeated, and for dropped-tail the two probes.
   if (d.input == Input::Ones && n <= kExactOnesLimit && std::isfinite(got) && got >= 0 && got <= 2.0 * n &&
       got == std::floor(got)) {
     const double k = double(n) - got;
     if (k > 0) {
       const float head = sum_of_indicator(s, n, 0, n - std::size_t(k), o);
       const float tail = sum_of_indicator(s, n, n - std::size_t(k), n, o);
-      if (head == float(n - std::size_t(k)) && tail == 0.0f) {
-        return out.str() + grader::hint("dropped-tail", "the sum of " + std::to_string(n) + " ones came out " +
+      if (head == float(n - std::size_t(k)) && tail == 0.0f) {  // the head alone counts, the tail alone is 0
+        return out.str() + grader::hint(HintId::dropped_tail, "the sum of " + std::to_string(n) + " ones came out " +
                                         workbook::format_value(got) + ", and ones on the last " +
                                         count_text(k, "element", "elements") + " alone sum to 0: the tail past the "
                                         "last whole chunk (float4, block or grid step) is never added. Every element "
                                         "from 0 to n - 1 must be added once.");
       }
-      return out.str() + grader::hint("dropped-elements", "the sum of " + std::to_string(n) + " ones came out " +
-                                      workbook::format_value(got) + ", short by " + count_text(k, "one", "ones") +
-                                      ": " + count_text(k, "element is", "elements are") + " not counted.");
+      return out.str() + grader::hint(HintId::dropped_elements, "the sum of " + std::to_string(n) + " ones came "
+                                      "out " + workbook::format_value(got) + ", short by " +
+                                      count_text(k, "one", "ones") + ": " +
+                                      count_text(k, "element is", "elements are") + " not counted.");
     }
     if (k < 0) {
-      return out.str() + grader::hint("counted-twice", "the sum of " + std::to_string(n) + " ones came out " +
-                                      workbook::format_value(got) + ", " + count_text(-k, "one", "ones") + " too many: " +
-                                      count_text(-k, "element is", "elements are") + " counted twice. Do two parts of "
+      return out.str() + grader::hint(HintId::counted_twice, "the sum of " + std::to_string(n) + " ones came out " +
+                                      workbook::format_value(got) + ", " + count_text(-k, "one", "ones") +
+                                      " too many: " + count_text(-k, "element is", "elements are") +
+                                      " counted twice. Do two parts of "
                                       "the code (the grid-stride loop and a tail, or two threads) cover the same "
                                       "indices?");
     }
   }
   if (!std::isfinite(got)) {
     out << "The input holds only finite numbers, and the grader surrounds it with NaN: a NaN result comes from "
-           "reading outside in[0 .. n-1], or shared memory or workspace that was never written.";
+           "reading something this call did not set: outside in[0 .. n-1], shared memory or workspace that was never "
+           "written, or *out itself, which the grader fills with NaN.";
   } else {
     const double unit = ceil_log2(n) * kUnitRoundoff * d.total_abs;
     out << "The error is " << std::abs(got - want) / unit << " times ceil(log2 n) * u * sum|x| (u = 2^-24), the "
@@ -380,11 +395,11 @@ void check_own_kernels_on_stream(const Subject& s, const char* task) {
          << " asks for kernels of your own, so it scores nothing. CUB belongs in task 3." << seen);
   }
   const std::size_t to_host = trace->bytes_copied(grader::CopyDirection::DeviceToHost);
-  if (to_host >= n * sizeof(float) / 2) {
+  if (to_host >= n * sizeof(float) / 2) {  // evidence: at least half the input's bytes went to the host
     FAIL(s.name << " copied " << to_host << " bytes from the device to the host for " << n << " floats.\n"
-         << grader::hint("sum-on-host", "the data went to the host: a sum computed there is right and slow, and not "
-                                        "what the task asks. Reduce on the GPU; only the result (one float) may ever "
-                                        "leave it, and the grader reads it from *out itself.")
+         << grader::hint(HintId::sum_on_host, "the data went to the host: a sum computed there is right and slow, and "
+                                              "not what the task asks. Reduce on the GPU; only the result (one float) "
+                                              "may ever leave it, and the grader reads it from *out itself.")
          << seen);
   }
   const auto own = trace->program_kernels();
@@ -402,14 +417,15 @@ void check_own_kernels_on_stream(const Subject& s, const char* task) {
       elsewhere = c.name + (c.has_stream ? " on " + grader::stream_text(c.stream) : std::string(" (the default stream)"));
     }
   }
+  // Evidence: a kernel of its own on another stream, or a memset elsewhere or without a stream.
   if (!elsewhere.empty()) {
     FAIL(s.name << " was given " << grader::stream_text(s.stream) << ", a non-blocking stream, but ran "
          << elsewhere << ".\n"
-         << grader::hint("reduction-stream", "everything a call does belongs on the stream it is given: kernels with "
-                                             "the fourth launch parameter, kernel<<<grid, block, shared, stream>>>, "
-                                             "and memsets with cudaMemsetAsync(..., stream). Work on another stream "
-                                             "is not ordered with the caller's, so the caller may read *out before "
-                                             "it is written.")
+         << grader::hint(HintId::reduction_stream, "everything a call does belongs on the stream it is given: kernels "
+                                                   "with the fourth launch parameter, kernel<<<grid, block, shared, "
+                                                   "stream>>>, and memsets with cudaMemsetAsync(..., stream). Work on "
+                                                   "another stream is not ordered with the caller's, so the caller may "
+                                                   "read *out before it is written.")
          << seen);
   }
 }
@@ -432,11 +448,12 @@ void check_repeated_calls(const Subject& s) {
     const bool grows = std::isfinite(results[1]) && std::isfinite(results[2]) && i > 0 &&
                        within(results[1], 2 * want, 4 * tolerance + 1e-3 * std::abs(want)) &&
                        within(results[2], 3 * want, 6 * tolerance + 1e-3 * std::abs(want));
-    if (grows) {
-      facts << grader::hint("stale-accumulator", "call k returned k times the sum: each call adds to what the last "
-                                                 "one left in *out (or in the workspace). Zero the accumulator on the "
-                                                 "stream at the start of every call (cudaMemsetAsync), or write the "
-                                                 "result once instead of adding to it.");
+    if (grows) {  // evidence: the three calls returned the sum, twice it and three times it
+      facts << grader::hint(HintId::stale_accumulator, "call k returned k times the sum: each call adds to what the "
+                                                       "last one left in *out (or in the workspace). Zero the "
+                                                       "accumulator on the stream at the start of every call "
+                                                       "(cudaMemsetAsync), or write the result once instead of adding "
+                                                       "to it.");
     }
     FAIL(facts.str());
   }
@@ -688,9 +705,9 @@ void check_blocks(Data& d, int block, const std::string& what) {
       const bool fa = std::isfinite(out.values[b]), fb = std::isfinite(other[b]);
       differ += fa != fb || (fa && !within(other[b], out.values[b], 1e-3 * (std::abs(out.values[b]) + 1)));
     }
-    if (differ > 0) {
-      FAIL(msg.str() << grader::hint("reduction-race", "the same input gave different block sums in two runs (" +
-                                     std::to_string(differ) + " blocks differ): threads race. Every level of the "
+    if (differ > 0) {  // evidence: relaunched on the same input into poisoned sums, some block's sum changed
+      FAIL(msg.str() << grader::hint(HintId::reduction_race, "the same input gave different block sums in two runs "
+                                     "(" + std::to_string(differ) + " blocks differ): threads race. Every level of the "
                                      "tree reads sums the level before wrote, so a __syncthreads() must separate "
                                      "them (and a warp stage needs shuffles or __syncwarp()). ./grade --sanitize 04 "
                                      "runs racecheck, which names the line."));
@@ -713,10 +730,11 @@ void check_blocks(Data& d, int block, const std::string& what) {
       where = "this grid has a single block, so the grader also ran n = " + std::to_string(probe.size()) +
               " (three full blocks and a half one): only the half block's sum is wrong";
     }
-    if (tail_only) {
-      FAIL(msg.str() << grader::hint("block-tail", where + (nan ? std::string(", and it is NaN: the grader surrounds the "
-                                                                              "input with NaN, so threads read past the end")
-                                                                : std::string()) +
+    if (tail_only) {  // evidence: only the last, partial block wrong (here or on the probe), reruns equal
+      FAIL(msg.str() << grader::hint(HintId::block_tail, where + (nan ? std::string(", and it is NaN: the grader "
+                                                                                    "surrounds the input with NaN, so "
+                                                                                    "threads read past the end")
+                                                                      : std::string()) +
                                      ". Threads past n must add nothing (store 0 in shared memory) yet take part in "
                                      "every level and reach every __syncthreads()."));
     }
@@ -730,9 +748,10 @@ void check_blocks(Data& d, int block, const std::string& what) {
       const double k = count - got;
       const std::string facts = "block " + std::to_string(b) + " summed " + workbook::format_value(count) +
                                 " ones to " + workbook::format_value(got);
-      if (k < 0) {
-        FAIL(msg.str() << grader::hint("counted-twice", facts + ": " + count_text(-k, "element is", "elements are") +
-                                                        " counted twice."));
+      if (k < 0) {  // evidence: a block of ones summed to more than its count, reruns equal
+        FAIL(msg.str() << grader::hint(HintId::counted_twice, facts + ": " +
+                                                              count_text(-k, "element is", "elements are") +
+                                                              " counted twice."));
       }
       // Which positions never reach the block's sum: a probe with a single 1 per block, at
       // position p in block p.
@@ -756,7 +775,9 @@ void check_blocks(Data& d, int block, const std::string& what) {
       std::string positions;
       for (std::size_t q = 0; q < lost.size() && q < 8; ++q) positions += (q ? ", " : "") + std::to_string(lost[q]);
       if (lost.size() > 8) positions += ", ...";
-      FAIL(msg.str() << grader::hint("dropped-elements", facts + ": " + count_text(k, "element is", "elements are") +
+      // Evidence: a block of ones summed short, and the probe names the positions that never count.
+      FAIL(msg.str() << grader::hint(HintId::dropped_elements, facts + ": " +
+                                     count_text(k, "element is", "elements are") +
                                      " not counted. A probe with a single 1 per block shows which positions never "
                                      "reach the block's sum: " + std::to_string(lost.size()) + " of " +
                                      std::to_string(block) + " (" + positions + ")."));

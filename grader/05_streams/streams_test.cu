@@ -31,6 +31,8 @@
 #include <string>
 #include <vector>
 
+using grader::HintId;
+
 // The caller's own work: a kernel that keeps a stream busy for a while. (A kernel in a named
 // namespace: nvcc's stubs for kernels in an anonymous namespace clash with Catch2's.)
 namespace streams_grader {
@@ -360,23 +362,25 @@ std::string process_errors(Pipeline& p, const std::string& facts) {
   const std::size_t n = p.shape.n, c = std::size_t(p.shape.chunks);
   std::string out = facts;
   const auto report = workbook::compare_to_reference(p.out.data(), p.expected.data(), n, workbook::Tolerance{});
-  // Exactly the last n mod C elements never written: chunks of n / C rounded down.
+  // Evidence: exactly the last n mod C elements never written, every other one right: chunks of
+  // n / C rounded down.
   const std::size_t covered = (n / c) * c;
   if (n % c != 0 && n / c > 0 && report.unwritten == n - covered && report.unwritten_is_tail() &&
       report.first_unwritten == covered && report.wrong == report.unwritten) {
-    return out + grader::hint("chunk-remainder",
+    return out + grader::hint(HintId::chunk_remainder,
                               "the elements never written are exactly the last " + std::to_string(n - covered) +
                               " (n mod num_chunks): chunks of n / num_chunks elements, rounded down, leave the rest "
                               "out. Let the chunk boundaries come from the element count (chunk c starts at "
                               "n * c / num_chunks), or give the last chunk what remains.");
   }
-  // Returned before the copies back were done: watch a second call.
+  // Returned before the copies back were done: watch a second call. Evidence: host_out was wrong,
+  // and the traced call returned before its last copy to the host ended.
   p.out.poison();
   const auto trace = grader::trace([&] { p.run(); });
   if (trace) {
     const std::uint64_t copied_back = last_copy_end(*trace, grader::CopyDirection::DeviceToHost);
     if (copied_back > trace->returned_ns) {
-      return out + grader::hint("returns-early",
+      return out + grader::hint(HintId::returns_early,
                                 "process returned " + std::to_string((copied_back - trace->returned_ns) / 1000) +
                                 " us before its last copy to host_out ended, so the caller read a half-written "
                                 "host_out. Before returning, wait for each of your streams (cudaStreamSynchronize).") +
@@ -478,8 +482,15 @@ TEST_CASE("Task 1: process copies asynchronously on streams of its own, and wait
                        shape.streams, shape.chunks);
       caller_still_running = cudaStreamQuery(caller.get()) == cudaErrorNotReady;
     });
-    trace = without_grader_work(std::move(trace));
   }
+  // When the caller's kernel ended, by the GPU's clock (before its record is filtered out).
+  std::uint64_t caller_end = 0;
+  if (trace) {
+    for (const auto& k : trace->kernels) {
+      if (k.name.find("spin_kernel") != std::string::npos) caller_end = std::max(caller_end, k.end_ns);
+    }
+  }
+  trace = without_grader_work(std::move(trace));
   caller.synchronize();
   if (const std::string facts = host_output_errors(p.out, p.expected, "process on " + shape_text(shape)); !facts.empty()) {
     FAIL(facts << (trace ? seen_text(*trace) : ""));
@@ -487,10 +498,11 @@ TEST_CASE("Task 1: process copies asynchronously on streams of its own, and wait
   if (!trace) return;
   const std::string seen = seen_text(*trace);
   const std::string intro = "process on " + shape_text(shape) + " gave the right result, but ";
+  // Each hint below: the right result, and the fact in its condition, seen in this trace.
   if (const std::uint64_t copied_back = last_copy_end(*trace, grader::CopyDirection::DeviceToHost);
       copied_back > trace->returned_ns) {
     FAIL(intro << "only because the grader waited for the GPU after it returned.\n"
-         << grader::hint("returns-early",
+         << grader::hint(HintId::returns_early,
                          "process returned " + std::to_string((copied_back - trace->returned_ns) / 1000) +
                          " us before its last copy to host_out ended, so a caller that reads host_out at once reads "
                          "it half-written. Before returning, wait for each of your streams (cudaStreamSynchronize).")
@@ -498,20 +510,24 @@ TEST_CASE("Task 1: process copies asynchronously on streams of its own, and wait
   }
   if (trace->count_calls("cudaDeviceSynchronize") > 0) {
     FAIL(intro << "it called cudaDeviceSynchronize.\n"
-         << grader::hint("device-synchronize",
+         << grader::hint(HintId::device_synchronize,
                          "cudaDeviceSynchronize waits for everything on the GPU, the caller's work on other streams "
                          "too: here the grader had a kernel of " + std::to_string(int(kCallerMs)) + " ms running on its "
                          "own stream, and process waited for it. Wait for your own streams "
                          "(cudaStreamSynchronize) or events instead.")
          << seen);
   }
-  if (!caller_still_running) {
+  // Waiting for the caller is proven when all of its own work had ended before the caller's
+  // kernel did and it still returned only after that kernel ended. (Its own work ending later,
+  // on a GPU shared with other gradings, proves nothing.)
+  if (!caller_still_running && caller_end > 0 && last_gpu_end(*trace) < caller_end && trace->returned_ns >= caller_end) {
     FAIL(intro << "it returned only after the caller's own kernel (" << kCallerMs << " ms, on another stream) had "
-         "finished: it waited for work that was not its own. Wait for your own streams only." << seen);
+         "finished, " << (caller_end - last_gpu_end(*trace)) / 1000 << " us after its own work was done: it waited "
+         "for work that was not its own. Wait for your own streams only." << seen);
   }
   if (const std::string where = default_stream_work(*trace); !where.empty()) {
     FAIL(intro << "it ran " << where << " on the default stream.\n"
-         << grader::hint("default-stream",
+         << grader::hint(HintId::default_stream,
                          "the legacy default stream waits for every blocking stream and they wait for it, so work "
                          "there runs alone: nothing overlaps it. Give every copy and kernel one of your own streams "
                          "(the last argument of cudaMemcpyAsync, the stream argument of transform).")
@@ -519,7 +535,7 @@ TEST_CASE("Task 1: process copies asynchronously on streams of its own, and wait
   }
   if (const std::string copy = synchronous_copy(*trace); !copy.empty()) {
     FAIL(intro << "it copied " << copy << ", a synchronous copy.\n"
-         << grader::hint("synchronous-copy",
+         << grader::hint(HintId::synchronous_copy,
                          "cudaMemcpy returns only when the copy is done, and the host queues nothing else meanwhile, "
                          "so nothing overlaps it. cudaMemcpyAsync(dst, src, bytes, kind, stream) queues the copy on "
                          "the stream and returns at once.")
@@ -531,18 +547,18 @@ TEST_CASE("Task 1: process copies asynchronously on streams of its own, and wait
   }
   if (const std::string waits = wait_inside_loop(*trace); !waits.empty()) {
     FAIL(intro << "it made " << waits << ".\n"
-         << grader::hint("sync-in-loop",
-                         "a wait inside the loop stops the host from queueing the next chunk until the GPU is idle, "
-                         "so no chunk's copy can overlap another's kernel. Queue every chunk first, then wait for "
-                         "your streams once, after the loop.")
+         << grader::hint(HintId::sync_in_loop,
+                         "a wait while chunks are still being queued holds the host until the work it waits for is "
+                         "done, so the chunks after it are queued late and cannot overlap that work. Queue every "
+                         "chunk first, then wait for your streams once, after the loop.")
          << seen);
   }
   if (kernel_streams(*trace).size() < 2) {
     FAIL(intro << "all its kernels ran on one stream, though it was given " << shape.streams << ".\n"
-         << grader::hint("one-stream",
-                         "work on one stream runs strictly in order: chunk 2's copy in waits for chunk 1's copy "
-                         "out, so copies never overlap kernels. Spread the chunks over num_streams streams of your "
-                         "own (chunk c on stream c % num_streams).")
+         << grader::hint(HintId::one_stream,
+                         "work on one stream runs strictly in order, so the kernels ran one after another, and a "
+                         "copy queued on that stream waits for the kernel before it. Spread the chunks over "
+                         "num_streams streams of your own (chunk c on stream c % num_streams).")
          << seen);
   }
   if (kernel_streams(*trace).size() > std::size_t(shape.streams)) {
@@ -703,15 +719,16 @@ std::string ordering_errors(const TwoStages& s, const grader::Trace& t) {
     if (c.name != "cudaStreamWaitEvent" || c.stream != s.copy.get()) continue;
     ++waits_on_copy;
     cudaStream_t where = nullptr;
+    // Evidence: `copy` waits on an event whose last record before the wait was on another stream.
     if (recorded_on(t, i, c.pointer, &where) && where != s.compute.get()) {
-      return grader::hint("event-wrong-stream",
+      return grader::hint(HintId::event_wrong_stream,
                           when + "`copy` waited on an event recorded on " + grader::stream_text(where) + ", not on "
                           "`compute`. An event marks a point in the stream it is recorded on; record it on `compute`, "
                           "after the kernel, for `copy` to wait for the kernel.");
     }
   }
-  if (waits_on_copy == 0) {
-    return grader::hint("missing-wait",
+  if (waits_on_copy == 0) {  // evidence: no cudaStreamWaitEvent on `copy` in the traced call
+    return grader::hint(HintId::missing_wait,
                         when + "nothing made `copy` wait for `compute` (no cudaStreamWaitEvent on `copy`): streams "
                         "are independent queues, so the copy may run before the kernel has written device_out. Record "
                         "an event on `compute` after the kernel and make `copy` wait for it before the copy.");
@@ -782,9 +799,10 @@ TEST_CASE("Task 2: compute_then_copy runs on its two streams and returns before 
   const std::string seen = seen_text(*trace);
   const std::string intro = "compute_then_copy (its compute stream busy for " + std::to_string(int(kBusyMs)) +
                             " ms before the call) ";
+  // Evidence for host-waits: the call made a stream, event or device wait.
   if (const auto waits = trace->synchronizations(); !waits.empty()) {
     FAIL(intro << "made the host wait (" << waits[0] << ").\n"
-         << grader::hint("host-waits",
+         << grader::hint(HintId::host_waits,
                          "the host stopped until the GPU was done, though nothing on the host needed the result: "
                          "the waiting belongs on the GPU. Order the streams with an event (cudaEventRecord on one, "
                          "cudaStreamWaitEvent on the other) and return at once.")
@@ -823,10 +841,10 @@ TEST_CASE("Task 2: compute_then_copy runs on its two streams and returns before 
   const grader::Trace& second = again ? *again : *trace;
   const std::size_t created = second.count_calls("cudaEventCreate") + second.count_calls("cudaEventCreateWithFlags");
   const std::size_t destroyed = second.count_calls("cudaEventDestroy");
-  if (created > destroyed) {
+  if (created > destroyed) {  // evidence: a second call created more events than it destroyed
     FAIL(intro << "created " << created << " event" << (created > 1 ? "s" : "") << " and destroyed " << destroyed
          << " in a second call.\n"
-         << grader::hint("event-leak",
+         << grader::hint(HintId::event_leak,
                          "every call leaves an event behind; a program that calls it in a loop runs out. Destroy the "
                          "event before returning: cudaEventDestroy right after cudaStreamWaitEvent is allowed, the "
                          "wait still happens.")
@@ -933,11 +951,12 @@ TEST_CASE("Task 3: transform_batches allocates in stream order, waits for nothin
   const std::size_t async_allocations =
       trace->count_calls("cudaMallocAsync") + trace->count_calls("cudaMallocFromPoolAsync");
   const std::size_t frees = trace->count_calls("cudaFree");
-  // Only when nothing came from cudaMalloc can the cudaFree calls have freed stream-ordered memory;
-  // with both, the next check's hint covers them.
+  // Evidence for synchronous-free: stream-ordered allocations and cudaFree, and no cudaMalloc: only
+  // then can the cudaFree calls have freed stream-ordered memory; with both, the next check's hint
+  // (synchronous-malloc: any cudaMalloc or cudaFree) covers them.
   if (async_allocations > 0 && frees > 0 && trace->count_calls("cudaMalloc") == 0) {
     FAIL(intro << "allocated in stream order but freed with cudaFree (" << frees << " calls).\n"
-         << grader::hint("synchronous-free",
+         << grader::hint(HintId::synchronous_free,
                          "cudaFree does not wait for the kernels queued before it when the memory came from "
                          "cudaMallocAsync: the buffer goes back to the pool while they may still use it, and the "
                          "next allocation can hand it out again (a use after free that shows only now and then). "
@@ -947,15 +966,15 @@ TEST_CASE("Task 3: transform_batches allocates in stream order, waits for nothin
   if (trace->count_calls("cudaMalloc") > 0 || frees > 0) {
     FAIL(intro << "called cudaMalloc " << trace->count_calls("cudaMalloc") << " times and cudaFree " << frees
          << " times.\n"
-         << grader::hint("synchronous-malloc",
+         << grader::hint(HintId::synchronous_malloc,
                          "cudaMalloc and cudaFree are not stream-ordered: cudaFree waits for the whole device, so "
                          "the host and the GPU take turns, batch after batch. cudaMallocAsync and cudaFreeAsync on "
                          "the stream give the temporary from a pool, with no wait.")
          << seen);
   }
-  if (const auto waits = trace->synchronizations(); !waits.empty()) {
+  if (const auto waits = trace->synchronizations(); !waits.empty()) {  // a stream, event or device wait
     FAIL(intro << "made the host wait (" << waits[0] << ").\n"
-         << grader::hint("host-waits",
+         << grader::hint(HintId::host_waits,
                          "the host stopped until the GPU was done, though nothing on the host needed the result: in "
                          "stream order a buffer is freed after the kernels queued before the free, with no wait.")
          << seen);
@@ -964,10 +983,10 @@ TEST_CASE("Task 3: transform_batches allocates in stream order, waits for nothin
     FAIL(intro << "allocated no temporary in stream order (cudaMallocAsync or cudaMallocFromPoolAsync): the "
          "task is to give each batch its temporary from a pool, as CuPy does." << seen);
   }
-  if (trace->device_bytes_not_freed() > 0) {
+  if (trace->device_bytes_not_freed() > 0) {  // evidence: allocations of the call's own left unfreed
     FAIL(intro << "left " << trace->allocations_not_freed() << " allocation(s), " << trace->device_bytes_not_freed()
          << " bytes, never freed.\n"
-         << grader::hint("batch-leak",
+         << grader::hint(HintId::batch_leak,
                          "memory from cudaMallocAsync stays taken until cudaFreeAsync (or cudaFree) gives it back; "
                          "each call loses its temporaries, and a program that calls it in a loop runs out of "
                          "memory. Free each temporary on the stream once its last kernel is queued.")
@@ -1122,9 +1141,10 @@ TEST_CASE("Task 4: process_pageable copies through pinned staging, on streams of
   if (!trace) return;
   const std::string seen = seen_text(*trace);
   const std::string intro = "process_pageable on " + s.text() + " gave the right result, but ";
+  // Each hint below: the right result, and the fact in its condition, seen in this trace.
   if (const std::string copy = pageable_copy(*trace); !copy.empty()) {
     FAIL(intro << "it copied " << copy << " from pageable memory.\n"
-         << grader::hint("pageable-copy",
+         << grader::hint(HintId::pageable_copy,
                          "a copy from pageable memory is not asynchronous, even through cudaMemcpyAsync: the "
                          "driver copies it through a pinned buffer of its own and the call returns only when the "
                          "host side is done, so the host queues nothing meanwhile. Copy each chunk into the pinned "
@@ -1133,14 +1153,14 @@ TEST_CASE("Task 4: process_pageable copies through pinned staging, on streams of
   }
   if (trace->count_calls("cudaDeviceSynchronize") > 0) {
     FAIL(intro << "it called cudaDeviceSynchronize.\n"
-         << grader::hint("device-synchronize",
+         << grader::hint(HintId::device_synchronize,
                          "cudaDeviceSynchronize waits for everything on the GPU, other streams' work too. Wait for "
                          "the event of the slot you are about to reuse (cudaEventSynchronize), no more.")
          << seen);
   }
   if (const std::string where = default_stream_work(*trace); !where.empty()) {
     FAIL(intro << "it ran " << where << " on the default stream.\n"
-         << grader::hint("default-stream",
+         << grader::hint(HintId::default_stream,
                          "the legacy default stream waits for every blocking stream and they wait for it, so work "
                          "there runs alone: nothing overlaps it. Give every copy and kernel one of your own streams.")
          << seen);

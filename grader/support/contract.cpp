@@ -141,7 +141,7 @@ void check_streams(const Contract& contract, const ContractCall& call, const Tra
   }
   facts << ", where it may use only " << allowed_streams_text(contract) << ".";
   if (on_default) {
-    facts << "\n" << hint("default-stream",
+    facts << "\n" << hint(HintId::default_stream,
                           "the legacy default stream waits for every blocking stream and they wait for it, so work "
                           "there runs alone and orders the caller's work too. Give every copy, kernel and allocation "
                           "the stream argument of the call (cudaMemcpyAsync, <<<grid, block, shared, stream>>>, "
@@ -174,7 +174,7 @@ void check_waits(const Contract& contract, const Trace& t, const Handles& own, s
     const TracedCall& c = t.calls[i];
     if (c.name == "cudaDeviceSynchronize") {
       waits.add("cudaDeviceSynchronize (which waits for all work on the GPU, the caller's on other streams too)");
-      add_hint(hint("device-synchronize",
+      add_hint(hint(HintId::device_synchronize,
                     "cudaDeviceSynchronize waits for everything on the GPU, work the caller queued on other streams "
                     "too. Wait for your own streams (cudaStreamSynchronize) or events instead, or not at all where "
                     "the function returns without waiting."));
@@ -199,7 +199,7 @@ void check_waits(const Contract& contract, const Trace& t, const Handles& own, s
     } else if (is_synchronous_copy(c.name) && succeeded(c)) {
       waits.add(c.name + " (synchronous: it returns when the copy is done, after all earlier work on the "
                          "default stream)");
-      add_hint(hint("synchronous-copy",
+      add_hint(hint(HintId::synchronous_copy,
                     "cudaMemcpy returns only when the copy is done, and it is ordered with the default stream, so "
                     "the host waits and nothing overlaps it. cudaMemcpyAsync(dst, src, bytes, kind, stream) queues "
                     "the copy on a stream and returns at once."));
@@ -343,7 +343,7 @@ void check_finishes(const Contract& contract, const Trace& t, std::vector<Violat
                  "it returned " + std::to_string((last - t.returned_ns) / 1000) + " us before its last work (" + what +
                      ") ended, so a caller that reads the result at once reads it unfinished; the grader's own "
                      "wait for the GPU made the values right.\n" +
-                     hint("returns-early", "a function whose result is on the host when it returns must wait for "
+                     hint(HintId::returns_early, "a function whose result is on the host when it returns must wait for "
                                            "its own streams (cudaStreamSynchronize) or events before returning.")});
 }
 

@@ -1,9 +1,12 @@
 /// \file
 /// Turning what came back from a kernel into a verdict a student can act on: the facts
 /// (what was expected, what came back, which elements) and, only where the evidence proves
-/// it, a hint naming the cause. Every hint has an id ("Hint [grid-too-small]: ..."), and a
-/// broken variant in grader/tests/broken/ that must trigger it (grader/README.md).
+/// it, a hint naming the cause. Every hint has an id ("Hint [grid-too-small]: ..."), an entry in
+/// grader/hints.json that states its claim and the evidence it needs, and a broken variant in
+/// grader/tests/broken/ that must trigger it (grader/README.md).
 #pragma once
+
+#include "hint_ids.hpp"  // generated from grader/hints.json
 
 #include "workbook/compare.hpp"
 #include "workbook/guarded_array.hpp"
@@ -14,7 +17,9 @@
 namespace grader {
 
 /// "Hint [id]: text": a cause the evidence shows, labelled so the tests can tell which hint fired.
-std::string hint(const char* id, const std::string& text);
+/// Call it only once the evidence the registry gives for \p id has been checked, and say which
+/// check that was beside the call.
+std::string hint(HintId id, const std::string& text);
 
 /// The facts and, where proven, a hint for an output of \p n elements, given its comparison
 /// with the reference and its guard report. \p threads is how many threads the launch that

@@ -1,6 +1,7 @@
 """Project-level promises: CI runs the README's test command verbatim and builds everything with
-CUDA 12.4 through the project's own script, and the lessons' code blocks and the README's
-lesson table are generated from their sources."""
+CUDA 12.4 through the project's own script, and the lessons' code blocks, the README's lesson
+table and the hint catalogue (grader/README.md and each lesson's "When the grader says no") are
+generated from their sources."""
 import re
 import subprocess
 import sys
@@ -102,6 +103,11 @@ class ProjectTest(unittest.TestCase):
 
     def test_readme_lesson_table_matches_the_manifest(self):
         result = subprocess.run([sys.executable, str(ROOT / "tools" / "lesson_index.py"), "--check"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.assertEqual(result.returncode, 0, result.stdout.decode())
+
+    def test_hint_catalogue_and_lesson_lists_match_the_registry(self):
+        result = subprocess.run([sys.executable, str(ROOT / "tools" / "hint_catalogue.py"), "--check"],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.assertEqual(result.returncode, 0, result.stdout.decode())
 

@@ -54,7 +54,9 @@ public:
   /// Size in bytes.
   std::size_t bytes() const noexcept { return count_ * sizeof(T); }
 
-  /// Copies size() elements from host memory at \p src to the device (synchronous).
+  /// Copies size() elements from host memory at \p src to the device (cudaMemcpy): \p src may be
+  /// reused when it returns, and work on the legacy default stream sees the data; from pageable
+  /// memory the copy may still be landing then, so a non-blocking stream is not ordered after it.
   void copy_from_host(const T* src) {
     WORKBOOK_CUDA_CHECK(cudaMemcpy(data_, src, bytes(), cudaMemcpyHostToDevice));
   }

@@ -61,7 +61,8 @@ public:
 
   /// Writes the poison value into every array element (and restores the guards).
   void poison();
-  /// Copies \p host (size() values) into the array.
+  /// Copies \p host (size() values) into the array; the data is on the device, for every stream,
+  /// when it returns.
   void upload(const std::vector<float>& host);
   /// Fills the array with random_uniform(seed, i, lo, hi), on the device.
   void fill_random(std::uint64_t seed, float lo = -1.0f, float hi = 1.0f);

@@ -81,6 +81,7 @@ void norm_l2_cub(const float* in, std::size_t n, float* out, void* workspace, st
   }
   // The square root on the host, as in NumPy: fetch the sum, take the root, put it back.
   float sum = 0.0f;
+  WORKBOOK_CUDA_CHECK(cudaStreamSynchronize(stream));  // the sum is ready
   WORKBOOK_CUDA_CHECK(cudaMemcpy(&sum, out, sizeof(float), cudaMemcpyDeviceToHost));
   const float root = std::sqrt(sum);
   WORKBOOK_CUDA_CHECK(cudaMemcpy(out, &root, sizeof(float), cudaMemcpyHostToDevice));

@@ -79,7 +79,7 @@ void reduce_sum(const float* in, std::size_t n, float* out, void* workspace, std
   const std::size_t needed = (n + kBlock - 1) / kBlock;
   const std::size_t fits = workspace_bytes / sizeof(float);
   if (fits == 0) throw std::runtime_error("reduce_sum: the workspace cannot hold one partial sum");
-  const unsigned grid = unsigned(std::min({needed, std::size_t(sms) * 4, fits}));
+  const unsigned grid = unsigned(std::min({needed, std::size_t(sms) * 8, fits}));
   float* partials = static_cast<float*>(workspace);
   if (grid > 0) {
     partial_sums<<<grid, kBlock, 0, stream>>>(in, n, partials);
