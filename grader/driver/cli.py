@@ -261,7 +261,9 @@ class Grader:
                 for t in batch:
                     outcomes[t.id].append(sanitizer_outcome(t, run))
                 words = {self._word(outcomes[t.id][-1]) for t in batch}
-                if len(words) == 1:
+                if run.phase.timed_out and not run.found:
+                    self._say(f" {tool} did not finish within {run.limit_s:.0f} s")
+                elif len(words) == 1:
                     self._say(f" {tool} {words.pop()} ({run.phase.elapsed_s:.0f} s)")
                 else:
                     self._say(f" {tool}: " + ", ".join(f"task {t.id} {self._word(outcomes[t.id][-1])}"

@@ -66,7 +66,7 @@ class SanitizerReport:
     @property
     def headline(self) -> str:
         """The kind, without racecheck's "Error: " and the addresses of its race line."""
-        kind = re.sub(r"^(?:error|ERROR):\s*", "", self.kind)
+        kind = re.sub(r"^error:\s*", "", self.kind, flags=re.IGNORECASE)
         race = re.match(r"(Race reported between \w+ access) at .*", kind)
         if race:
             other = next((re.match(r"and (\w+ access) at", line) for line in self.lines
@@ -93,7 +93,7 @@ class SanitizerReport:
 # warnings, and the tool's own complaints.
 _NOT_REPORTS = ("COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY", "LEAK SUMMARY", "Target application",
                 "Program hit", "Warning", "WARNING", "Saved host backtrace", "Host Frame", "Internal Sanitizer Error")
-_TOOL_ERROR = re.compile(r"^(?:error|ERROR):\s*(?!Race reported|Potential)")
+_TOOL_ERROR = re.compile(r"^error:(?!\s*(?:race reported|potential))", re.IGNORECASE)
 # "at" and what follows it, in the forms compute-sanitizer has printed over the years:
 _FRAMES = [
     re.compile(r"^0x[0-9a-fA-F]+ in (?P<path>[^\s:]+):(?P<line>\d+):(?P<fn>.+)$"),   # at 0x70 in f.cu:12:kernel(int*)
@@ -161,6 +161,8 @@ def parse_reports(text: str, limit: int = 3) -> List[SanitizerReport]:
             continue
         current = SanitizerReport(kind=stripped)
         reports.append(current)
+    # A line alone that names no code is the tool talking about itself, not an error it found.
+    reports = [r for r in reports if r.lines or _where(r.kind)[0]]
     for report in reports:
         report.kernel, report.location = _where(report.kind)
         for i, line in enumerate(report.lines):
