@@ -48,7 +48,7 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
                "           ./grade 03.2       grade task 2 of lesson 03 only\n"
                "           ./grade --no-timing 02   correctness only, nothing timed\n"
                "           ./grade --sanitize 01   run lesson 01 under compute-sanitizer, with every report\n"
-               "           ./grade --no-sanitizer-check 05   a quicker loop: passes are not checked under compute-sanitizer\n"
+               "           ./grade --no-sanitizer-check 05   quicker: passes are not checked under compute-sanitizer\n"
                "           ./grade --tree solutions   the instructor's check of the reference solutions\n"
                "           ./grade --tree ~/submissions/alice   grade another tree laid out like exercises/\n"
                "           ./grade --hint 03.2   the next hint for task 2 of lesson 03 (three per task, in tiers)\n"

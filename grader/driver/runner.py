@@ -168,7 +168,7 @@ def parse_sanitizer_output(text: str, result: PhaseResult) -> None:
     the lines that say what was found, and the first reports read apart (sanitizer.parse_reports)."""
     findings = []
     for line in text.splitlines():
-        if not line.startswith("========="):
+        if not line.startswith("=========") or line.startswith("=========="):  # not Catch2's "=====...==="
             continue
         body = line[9:].strip()
         if body.startswith("ERROR SUMMARY:"):

@@ -99,7 +99,7 @@ _FRAMES = [
     re.compile(r"^0x[0-9a-fA-F]+ in (?P<path>[^\s:]+):(?P<line>\d+):(?P<fn>.+)$"),   # at 0x70 in f.cu:12:kernel(int*)
     re.compile(r"^0x[0-9a-fA-F]+ in (?P<path>[^\s:]+):(?P<line>\d+)(?:\s|$)"),        # at 0x70 in f.cu:51 [n hazards]
     re.compile(r"^0x[0-9a-fA-F]+ in (?P<fn>.+)$"),                                     # at 0x70 in kernel(int*)
-    re.compile(r"^(?P<fn>.+?)\+0x[0-9a-fA-F]+(?: in (?P<path>\S+):(?P<line>\d+))?"),   # at kernel(int *)+0x70 in f.cu:12
+    re.compile(r"^(?P<fn>.+?)\+0x[0-9a-fA-F]+(?: in (?P<path>\S+):(?P<line>\d+))?"),   # at k(int *)+0x70 in f.cu:12
 ]
 _AT = re.compile(r"(?:^|\s)at (?P<rest>\S.*)$")
 _IN = re.compile(r"^in (?P<path>\S+):(?P<line>\d+)")  # a location printed on a line of its own
@@ -145,7 +145,7 @@ def parse_reports(text: str, limit: int = 3) -> List[SanitizerReport]:
     reports: List[SanitizerReport] = []
     current: Optional[SanitizerReport] = None
     for line in text.splitlines():
-        if not line.startswith("========="):
+        if not line.startswith("=========") or line.startswith("=========="):  # not Catch2's "=====...==="
             continue
         body = line[len("========="):]
         stripped = body.strip()

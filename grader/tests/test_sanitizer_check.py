@@ -151,6 +151,7 @@ class ReportReadingTest(unittest.TestCase):
         self.assertIn("Access to 0x7f1c4a0003e8 is out of bounds", first.lines)
         self.assertEqual(len(r.sanitizer_reports), 2)  # each report ends at its blank line
         self.assertNotIn("All tests passed", first.quote())
+        self.assertFalse([f for f in r.sanitizer_findings if f.startswith("=")])  # Catch2's separator line
 
     def test_a_stream_ordered_report_keeps_its_lines_as_printed(self):
         first = read(MEMCHECK_STREAM_ORDERED).sanitizer_reports[0]
@@ -300,7 +301,8 @@ class VerdictTest(unittest.TestCase):
         self.assertEqual(outcome.outcome, scoring.CHECK_FINDING)
         r = scoring.confirm_correctness(self.task, CORRECT, [outcome], REPRODUCE)
         self.assertEqual((r.status, r.score, r.max_score), (scoring.FAILED, 0, 4))
-        self.assertEqual(r.summary, "memcheck: Invalid __global__ read of size 4 bytes in smooth_kernel (kernels.cu:27)")
+        self.assertEqual(r.summary,
+                         "memcheck: Invalid __global__ read of size 4 bytes in smooth_kernel (kernels.cu:27)")
         self.assertIn("compute-sanitizer --tool memcheck", r.details)
         self.assertIn("64 error(s)", r.details)
         self.assertIn("  Invalid __global__ read of size 4 bytes\n    at <unnamed>::smooth_kernel(", r.details)
@@ -525,13 +527,14 @@ class DriverFlowTest(unittest.TestCase):
         limit = 60 + 20 * 6.0
         self.assertEqual([v.status for v in verdicts.values()], [scoring.PASSED] * 3)
         self.assertEqual(verdicts[2].summary, f"correct; not confirmed: memcheck did not finish within {limit:.0f} s")
-        self.assertEqual(verdicts[1].summary,
-                         f"correct, confirmed by racecheck; not confirmed: memcheck did not finish within {limit:.0f} s")
+        self.assertEqual(verdicts[1].summary, "correct, confirmed by racecheck; not confirmed: memcheck did not "
+                                              f"finish within {limit:.0f} s")
         self.assertEqual(result.tasks[1].performance.status, scoring.PASSED)  # timed as usual
         self.assertIn(f"memcheck did not finish within {limit:.0f} s", self.output)
         board = format_scoreboard(self.run)
         self.assertIn("04_reduction · Task 2 · correctness: passed, not confirmed under compute-sanitizer", board)
         self.assertEqual(self.run.all_passed, True)
+        self.assertIn("correct; not confirmed: memcheck did not finish", junit_xml(self.run))
 
     def test_a_crash_under_the_sanitizer_is_run_again_task_by_task(self):
         def behave(call):
