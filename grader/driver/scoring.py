@@ -439,7 +439,7 @@ def sanitizer_outcome(task: Task, run: SanitizerRun) -> ToolOutcome:
                            "sanitizer having reported nothing until then.")
     records = [r for r in phase.records if task.tag in r.get("tags", [])]
     failed = [r for r in records if r.get("outcome") == "failed"]
-    tail = "\n".join(phase.output_tail.splitlines()[-8:])
+    tail = "\n".join([line for line in phase.output_tail.splitlines() if line.strip()][-8:])
     if failed:
         message = "\n".join(failed[0].get("messages", [])).strip() or "(no message)"
         return ToolOutcome(tool, CHECK_NOT_FINISHED, run, f"a test failed under {tool}",
@@ -492,8 +492,8 @@ def confirm_correctness(task: Task, correctness: ComponentResult, outcomes: List
                       f"{run.phase.returncode}); the last lines of the run:\n"
                       + "\n".join(run.phase.output_tail.splitlines()[-8:]))
         errors = f"{run.phase.sanitizer_errors} error(s)" if run.phase.sanitizer_errors else "errors"
-        details = (f"The tests of task {task.id} passed; run again under compute-sanitizer --tool {finding.tool} to "
-                   f"confirm the pass (small sizes), they made it report {errors}.{quoted}\n"
+        details = (f"The tests of task {task.id} passed. Run again at small sizes under compute-sanitizer --tool "
+                   f"{finding.tool} to confirm the pass, they made it report {errors}.{quoted}\n"
                    "This is what the sanitizer saw while the tests ran. Their results were right in the graded "
                    "run, which such an error does not rule out: the memory a kernel read or wrote outside what "
                    "it owns may happen to hold the right values there.\n"
@@ -516,9 +516,10 @@ def confirm_correctness(task: Task, correctness: ComponentResult, outcomes: List
         summary += "; not confirmed: " + "; ".join(o.short for o in unfinished)
         facts = "\n".join(o.facts for o in unfinished)
         details = ((details + "\n") if details else "") + (
-            f"The tests of task {task.id} passed. Their check under compute-sanitizer did not finish:\n{facts}\n"
-            "The pass stands: only an error the sanitizer reports fails a task. To watch the run to its end, "
-            f"with a longer limit: {reproduce}")
+            f"The tests of task {task.id} passed; the check of that pass under compute-sanitizer is incomplete:\n"
+            f"{facts}\n"
+            "The pass stands: only an error the sanitizer reports fails a task. The same tests under the "
+            f"sanitizer, with all it says and a longer time limit: {reproduce}")
     return ComponentResult("correctness", PASSED, correctness.score, points, summary, details,
                            dict(correctness.metrics), {**correctness.extra_data, "sanitizer_check": check})
 
