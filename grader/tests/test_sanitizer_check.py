@@ -21,6 +21,7 @@ from driver import cli, gpu_lock, scoring, sanitizer
 from driver.manifest import parse_manifest
 from driver.reports import format_scoreboard, gradescope_results, junit_xml
 from driver.runner import PhaseResult, parse_sanitizer_output
+from test_runner import SIGNING_PROGRAM
 
 # ---- compute-sanitizer's output, as it prints it ----
 # Shapes taken from compute-sanitizer 2025.x runs (the "at function+offset in file:line" form of
@@ -594,6 +595,62 @@ class DriverFlowTest(unittest.TestCase):
         runs = next(t for t in results["tests"] if t["number"] == "4.1")["extra_data"]["sanitizer_check"]["runs"]
         self.assertEqual([(r["tool"], r["tasks"], r["wall_s"]) for r in runs],
                          [("memcheck", [1, 2, 3], 5.0), ("racecheck", [1], 5.0)])
+
+
+# A grader program and a compute-sanitizer that stand in for the real ones, run by the real runner:
+# the report's key must get through the sanitizer to the program, the spec must select the tasks,
+# and the sanitizer's output must reach the verdict.
+STAND_IN_PROGRAM = SIGNING_PROGRAM + """
+import re
+spec = sys.argv[1]
+tasks = re.findall(r'\\[task_(\\d+)\\]', spec)
+for task in tasks:
+    emit(event='start', test='test of task ' + task, tags=['task_' + task])
+    emit(event='end', test='test of task ' + task, tags=['task_' + task], outcome='passed',
+         metrics={'sanitize_mode': float(os.environ.get('WORKBOOK_SANITIZE') == '1')})
+emit(event='run_end', test_cases=len(tasks))
+"""
+STAND_IN_SANITIZER = """#!/usr/bin/env python3
+import subprocess, sys
+args = sys.argv[1:]
+options = []
+while args and args[0].startswith('--'):
+    options.append(args[0] + ' ' + args[1])
+    args = args[2:]
+print('========= COMPUTE-SANITIZER', flush=True)
+status = subprocess.call(args, close_fds=False)
+if '--tool memcheck' in options and '[task_2]' in args[1]:
+    print(%r, flush=True)
+    sys.exit(86)
+print('========= ERROR SUMMARY: 0 errors', flush=True)
+sys.exit(status)
+""" % MEMCHECK_STREAM_ORDERED
+
+
+class StandInProcessesTest(unittest.TestCase):
+    def test_the_check_through_the_real_runner(self):
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.dict(os.environ, {gpu_lock.LOCK_DIR_ENV: tmp, "PATH": os.environ.get("PATH", "")}):
+            program = Path(tmp) / "grade_04_reduction__exercises"
+            program.write_text(STAND_IN_PROGRAM)
+            program.chmod(program.stat().st_mode | stat.S_IXUSR)
+            tool = Path(tmp) / "compute-sanitizer"
+            tool.write_text(STAND_IN_SANITIZER)
+            tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+            args = Namespace(sanitize=False, no_timing=True, timeout=None, no_sanitizer_check=False, tree="exercises")
+            grader = cli.Grader(args, {"compute_sanitizer": str(tool)}, None, {"uuid": None}, seed=3, tree="t")
+            with contextlib.redirect_stdout(io.StringIO()):
+                result = grader.grade_lesson(the_lesson(), str(program))
+        verdicts = {t.task.id: t.correctness for t in result.tasks}
+        self.assertEqual(verdicts[1].summary, "correct, confirmed by memcheck and racecheck")
+        self.assertEqual(verdicts[1].metrics, {"sanitize_mode": 0.0})  # the graded run's, at full sizes
+        self.assertEqual(verdicts[3].summary, "correct, confirmed by memcheck")
+        self.assertEqual((verdicts[2].status, verdicts[2].summary),
+                         (scoring.FAILED, "memcheck: Invalid __global__ read of size 4 bytes in smooth_kernel "
+                                          "(kernels.cu:27)"))
+        runs = verdicts[2].extra_data["sanitizer_check"]["runs"]
+        self.assertEqual([(r["tool"], r["tasks"], r["outcome"]) for r in runs], [("memcheck", [2], "finding")])
+        self.assertGreater(result.wall_s["sanitizer_check"], 0.0)
 
 
 if __name__ == "__main__":
