@@ -430,7 +430,10 @@ def sanitizer_outcome(task: Task, run: SanitizerRun) -> ToolOutcome:
     phase, tool = run.phase, run.tool
     if run.found:
         return ToolOutcome(tool, CHECK_FINDING, run)
-    tampered = _tampering(phase)
+    # Lines the grader program did not write are tampering here as anywhere. An exit with status 0
+    # before the last record is not (unlike in the graded run, which already held the code to it):
+    # the sanitizer itself may end that way when it cannot run the program.
+    tampered = _tampering(phase) if phase.forged_lines else None
     if tampered:
         return ToolOutcome(tool, CHECK_TAMPERED, run, tampered=tampered)
     if phase.timed_out:

@@ -353,11 +353,13 @@ class VerdictTest(unittest.TestCase):
         failed_test.records.append({"event": "end", "test": "t", "tags": ["task_2"], "outcome": "failed",
                                     "messages": ["3 of 100 elements are wrong"], "metrics": {}})
         crashed = PhaseResult(unfinished_test="test of task 2", returncode=-11)
+        ended_early = PhaseResult(authenticated=True, returncode=0)  # e.g. the sanitizer could not start it
         skipped = passing()
         skipped.records.append({"event": "end", "test": "t", "tags": ["task_2"], "outcome": "skipped",
                                 "messages": [], "metrics": {}})
         for result, short in [(failed_test, "a test failed under memcheck"),
                               (crashed, "memcheck did not finish its run (killed by SIGSEGV)"),
+                              (ended_early, "memcheck did not finish its run (exit status 0)"),
                               (skipped, "no test of the task passed under memcheck"),
                               (passing(1), "no test of the task passed under memcheck")]:  # another task's only
             outcome = self.outcome("memcheck", result)
