@@ -432,7 +432,13 @@ def sanitizer_outcome(task: Task, run: SanitizerRun) -> ToolOutcome:
         return ToolOutcome(tool, CHECK_FINDING, run)
     # Lines the grader program did not write are tampering here as anywhere. An exit with status 0
     # before the last record is not (unlike in the graded run, which already held the code to it):
-    # the sanitizer itself may end that way when it cannot run the program.
+    # the sanitizer itself may end that way when it cannot run the program. Nor is a key the program
+    # could not read, which the graded run of the same code could: that points at the sanitizer,
+    # which must pass the key's pipe on to the program.
+    if phase.key_problem:
+        return ToolOutcome(tool, CHECK_NOT_FINISHED, run, f"the grader program found no key under {tool}",
+                           f"Under {tool} the grader program found no whole key in its pipe ({phase.key_problem}), "
+                           "so nothing it reported could be read; the graded run had it.")
     tampered = _tampering(phase) if phase.forged_lines else None
     if tampered:
         return ToolOutcome(tool, CHECK_TAMPERED, run, tampered=tampered)

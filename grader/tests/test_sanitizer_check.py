@@ -354,12 +354,14 @@ class VerdictTest(unittest.TestCase):
                                     "messages": ["3 of 100 elements are wrong"], "metrics": {}})
         crashed = PhaseResult(unfinished_test="test of task 2", returncode=-11)
         ended_early = PhaseResult(authenticated=True, returncode=0)  # e.g. the sanitizer could not start it
+        no_key = PhaseResult(authenticated=True, forged_lines=3, key_problem="the pipe was empty", run_completed=True)
         skipped = passing()
         skipped.records.append({"event": "end", "test": "t", "tags": ["task_2"], "outcome": "skipped",
                                 "messages": [], "metrics": {}})
         for result, short in [(failed_test, "a test failed under memcheck"),
                               (crashed, "memcheck did not finish its run (killed by SIGSEGV)"),
                               (ended_early, "memcheck did not finish its run (exit status 0)"),
+                              (no_key, "the grader program found no key under memcheck"),
                               (skipped, "no test of the task passed under memcheck"),
                               (passing(1), "no test of the task passed under memcheck")]:  # another task's only
             outcome = self.outcome("memcheck", result)
