@@ -74,6 +74,9 @@ function(workbook_add_lesson slug)
     add_library(lesson_${slug} STATIC ${given})
     target_include_directories(lesson_${slug} PUBLIC "${PROJECT_SOURCE_DIR}/lessons/${slug}")
     target_link_libraries(lesson_${slug} PUBLIC workbook::common)
+    # -lineinfo, as for the student's code: the lesson's kernels (05's transform and smooth) are the
+    # ones a sanitizer report names when the student's host code misuses their buffers.
+    target_compile_options(lesson_${slug} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
     target_link_libraries(grader_${slug}_tests PUBLIC lesson_${slug})
   endif()
 

@@ -343,8 +343,13 @@ def available_gpus(given: Optional[str]) -> List[Optional[str]]:
 
 def time_limit(lessons: List[Lesson], timeout: Optional[float]) -> float:
     """A whole grading's limit: each task's phases (correctness, performance, the reference's and a
-    second measurement near the threshold) at their limit, and room for the device query."""
-    return 300 + sum(3 * (timeout or lesson.timeout_s) * len(lesson.tasks) for lesson in lessons)
+    second measurement near the threshold, the check of its pass under compute-sanitizer) at their
+    limit, the sanitizer's start-up once per tool a lesson names, and room for the device query."""
+    total = 300.0
+    for lesson in lessons:
+        tools = {tool for task in lesson.tasks for tool in task.sanitizers}
+        total += 4 * (timeout or lesson.timeout_s) * len(lesson.tasks) + 60 * len(tools)
+    return total
 
 
 # The gradings under way. Each runs in a session of its own (so a time limit kills its whole

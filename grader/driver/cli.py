@@ -17,18 +17,25 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import build, gpu_processes, progress, skeleton
+from . import build, gpu_processes, progress, sanitizer, skeleton
 from .file_lock import LockError
 from .gpu_lock import GpuLock
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
 from .runner import PhaseResult, exit_on_sigterm, run_phase
-from .scoring import (COMPILE_ERROR, MISSING, SKIPPED, STATUS_LABELS, GradeRun, LessonResult, TaskResult,
-                      judge_correctness, judge_performance, lesson_not_gradable, near_threshold,
-                      note_other_processes)
+from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
+                      COMPILE_ERROR, MISSING, SKIPPED, STATUS_LABELS, ComponentResult, GradeRun, LessonResult,
+                      SanitizerRun, TaskResult, ToolOutcome, confirm_correctness, judge_correctness,
+                      judge_performance, lesson_not_gradable, near_threshold, note_other_processes,
+                      sanitizer_outcome)
 
 EXIT_OK, EXIT_NOT_ALL_PASSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD, EXIT_NO_GPU_NOR_COMPILE = 0, 1, 2, 3, 4, 5
 SANITIZER_SLOWDOWN = 10  # compute-sanitizer slows kernels and API calls this much, give or take
+# The check of a pass under compute-sanitizer gets CHECK_START_S plus CHECK_SLOWDOWN times what the
+# same tests took without it (Grader._check_limit). It runs the small sizes only, so this is generous;
+# a check that runs out of time leaves the pass standing, unconfirmed.
+CHECK_SLOWDOWN = 20
+CHECK_START_S = 60
 
 
 def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
@@ -40,7 +47,8 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
                "           ./grade 01         grade lesson 01 (or: ./grade vector_add)\n"
                "           ./grade 03.2       grade task 2 of lesson 03 only\n"
                "           ./grade --no-timing 02   correctness only, nothing timed\n"
-               "           ./grade --sanitize 01   run lesson 01 under compute-sanitizer\n"
+               "           ./grade --sanitize 01   run lesson 01 under compute-sanitizer, with every report\n"
+               "           ./grade --no-sanitizer-check 05   quicker: passes are not checked under compute-sanitizer\n"
                "           ./grade --tree solutions   the instructor's check of the reference solutions\n"
                "           ./grade --tree ~/submissions/alice   grade another tree laid out like exercises/\n"
                "           ./grade --hint 03.2   the next hint for task 2 of lesson 03 (three per task, in tiers)\n"
@@ -50,7 +58,10 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
                "Reports go to grade-results/ for exercises/ and to grade-results/<tree name>/ for another tree (its\n"
                "folder's name and a hash of its path, such as alice_1a2b3c4d), unless --results says where.\n"
                "Several ./grade runs may share the GPU and the build directory: each tree gets programs of its own,\n"
-               "correctness tests run side by side, and performance is timed alone, one grading at a time.",
+               "correctness tests run side by side, and performance is timed alone, one grading at a time.\n"
+               "\n"
+               "A task that passes has its correctness tests run once more under compute-sanitizer (small sizes, the\n"
+               "tools the lesson names): an error it reports fails the task, with its first report quoted.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("lessons", nargs="*", metavar="LESSON",
                         help="lesson number, slug or name, or LESSON.TASK for one task (default: all)")
@@ -58,8 +69,12 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
                         help="directory laid out like exercises/ to grade (default: exercises)")
     parser.add_argument("--seed", type=int, help="seed of the random inputs (default: a fresh one, printed)")
     parser.add_argument("--sanitize", action="store_true",
-                        help="run the correctness tests under compute-sanitizer (memcheck, and racecheck where the "
-                             "lesson uses shared memory) and show its findings; nothing is timed")
+                        help="run the correctness tests under compute-sanitizer (memcheck everywhere; racecheck and "
+                             "synccheck where a task uses shared memory or warp primitives) and show its findings; "
+                             "nothing is timed")
+    parser.add_argument("--no-sanitizer-check", action="store_true",
+                        help="do not check passes under compute-sanitizer: quicker, but a memory error that leaves "
+                             "the results right then passes")
     parser.add_argument("--no-timing", action="store_true",
                         help="grade correctness only: performance is not timed (and scores nothing)")
     parser.add_argument("--timeout", type=float, help="seconds each task may run (default: the lesson's)")
@@ -131,7 +146,11 @@ def query_device(index: dict, tree: str = "") -> subprocess.CompletedProcess:
 
 class Grader:
     """Runs the tasks of the chosen lessons and collects their results. Correctness phases
-    share the GPU with other gradings; performance phases have it alone (gpu_lock.py)."""
+    share the GPU with other gradings; performance phases have it alone (gpu_lock.py).
+
+    A lesson is graded in three steps: the correctness of every task; then, for the tasks that
+    passed, the check of the pass under compute-sanitizer (one process per tool for all of them,
+    at the sanitizer mode's small sizes); then the performance of the tasks still passing."""
 
     def __init__(self, args: argparse.Namespace, index: dict, reference: Optional[Dict[str, str]], device: dict,
                  seed: int, tree: str = "", code: Optional["CodeState"] = None):
@@ -143,6 +162,17 @@ class Grader:
         self.gpu_uuid = device.get("uuid")
         self.gpu = GpuLock.for_device(device, tree, say=self._interrupt)
         self._line = ""  # the progress line of the task being graded, so far
+        self.sanitizer, why = sanitizer.find_sanitizer(index)
+        # The check of each pass under compute-sanitizer: on unless asked off, or already the whole
+        # run is under the sanitizer (--sanitize). Without compute-sanitizer it is left out, and
+        # one line (self.notes, under the scoreboard's header) says so.
+        self.notes: List[str] = []
+        self.check_passes = not args.sanitize and not getattr(args, "no_sanitizer_check", False)
+        if self.check_passes and self.sanitizer is None:
+            self.check_passes = False
+            self.notes.append(f"Passes not checked under compute-sanitizer: {why}.")
+        elif not args.sanitize and not self.check_passes:
+            self.notes.append("Passes not checked under compute-sanitizer (--no-sanitizer-check).")
 
     def _say(self, text: str) -> None:
         print(text, end="", flush=True)
@@ -152,6 +182,10 @@ class Grader:
         """A line of its own (waiting for the GPU), then the task's progress line again."""
         print(("\n" if self._line else "") + line, flush=True)
         print(self._line, end="", flush=True)
+
+    def _end_line(self) -> None:
+        print(flush=True)
+        self._line = ""
 
     def _timeout(self, lesson: Lesson) -> float:
         timeout = self.args.timeout or lesson.timeout_s
@@ -167,16 +201,87 @@ class Grader:
         spec = f"[{task.tag}]~[perf]"
         if not self.args.sanitize:
             return run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env)
-        sanitizer = self.index.get("compute_sanitizer") or "compute-sanitizer"
+        executable = self.sanitizer or "compute-sanitizer"
         phase = None
-        for tool in lesson.sanitizers:
-            prefix = [sanitizer, "--tool", tool, "--error-exitcode", "86", "--print-limit", "20",
-                      "--show-backtrace", "device"]
+        for tool in task.sanitizers:
             phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env,
-                              sanitizer=prefix, sanitizer_tool=tool)
+                              sanitizer=sanitizer.command(executable, tool), sanitizer_tool=tool)
             if phase.sanitizer_errors or phase.timed_out or not phase.records:
                 break
         return phase
+
+    def reproduce(self, lesson: Lesson, task) -> str:
+        """The command that runs a task's tests under compute-sanitizer again, with every report."""
+        tree = f" --tree {self.args.tree}" if getattr(self.args, "tree", "exercises") != "exercises" else ""
+        return f"./grade --sanitize --seed {self.seed}{tree} {lesson.slug[:2]}.{task.id}"
+
+    def _check_limit(self, lesson: Lesson, elapsed_s: float) -> float:
+        """The time limit of a check process: CHECK_SLOWDOWN times what the same tasks' correctness
+        took without the sanitizer (at full sizes; the check runs the small ones), plus its start-up,
+        and never more than ./grade --sanitize allows a task."""
+        return min((self.args.timeout or lesson.timeout_s) * SANITIZER_SLOWDOWN,
+                   CHECK_START_S + CHECK_SLOWDOWN * elapsed_s)
+
+    def _check_run(self, program: str, lesson: Lesson, tasks: list, tool: str, elapsed_s: float) -> SanitizerRun:
+        """One compute-sanitizer process over the correctness tests of `tasks`, in sanitizer mode."""
+        spec = ",".join(f"[{t.tag}]~[perf]" for t in tasks)
+        limit = self._check_limit(lesson, elapsed_s)
+        with self.gpu.shared():
+            phase = run_phase(program, spec, seed=self.seed, timeout_s=limit, env=dict(self.env, WORKBOOK_SANITIZE="1"),
+                              sanitizer=sanitizer.command(self.sanitizer, tool, check=True), sanitizer_tool=tool)
+        return SanitizerRun(tool, [t.id for t in tasks], phase, limit)
+
+    def _sanitizer_check(self, program: str, lesson: Lesson, passed: list, elapsed: Dict[int, float],
+                         wall: Dict[str, float]) -> Dict[int, List[ToolOutcome]]:
+        """Checks the passes of `passed` tasks under their tools (the manifest's "sanitizers"), one
+        process per tool for all the tasks that name it. A process that ran to its end without a
+        finding judges each task by that task's own records. One that found an error, or stopped
+        early (a crash in one task's tests leaves the later ones unrun), is run again task by task,
+        so that a task is failed only by its own tests; one that ran out of time is not (it would
+        again), and leaves its tasks unconfirmed. A task with a finding is not checked by the tools
+        after it."""
+        outcomes: Dict[int, List[ToolOutcome]] = {t.id: [] for t in passed}
+        tools: List[str] = []  # in the manifest's order, each once
+        for task in passed:
+            tools += [tool for tool in task.sanitizers if tool not in tools]
+        self._say(f"  {lesson.slug} passes under compute-sanitizer:")
+        separator = ""
+        for tool in tools:
+            batch = [t for t in passed if tool in t.sanitizers
+                     and not any(o.outcome in (CHECK_FINDING, CHECK_TAMPERED) for o in outcomes[t.id])]
+            if not batch:
+                continue
+            self._say(separator)
+            separator = ";"
+            run = self._check_run(program, lesson, batch, tool, sum(elapsed[t.id] for t in batch))
+            wall["sanitizer_check"] += run.phase.elapsed_s
+            # Each task's own records decide, unless the sanitizer found something (whose tests?) or
+            # the program stopped early (a crash in one task's tests leaves the later ones unrun).
+            if len(batch) == 1 or (not run.found and (run.phase.timed_out or run.phase.run_completed)):
+                for t in batch:
+                    outcomes[t.id].append(sanitizer_outcome(t, run))
+                words = {self._word(outcomes[t.id][-1]) for t in batch}
+                if run.phase.timed_out and not run.found:
+                    self._say(f" {tool} did not finish within {run.limit_s:.0f} s")
+                elif len(words) == 1:
+                    self._say(f" {tool} {words.pop()} ({run.phase.elapsed_s:.0f} s)")
+                else:
+                    self._say(f" {tool}: " + ", ".join(f"task {t.id} {self._word(outcomes[t.id][-1])}"
+                                                        for t in batch))
+                continue
+            self._say(f" {tool} {'found errors' if run.found else 'did not finish'}, task by task:")
+            for t in batch:
+                alone = self._check_run(program, lesson, [t], tool, elapsed[t.id])
+                wall["sanitizer_check"] += alone.phase.elapsed_s
+                outcomes[t.id].append(sanitizer_outcome(t, alone))
+                self._say(f" task {t.id} {self._word(outcomes[t.id][-1])}" + ("," if t is not batch[-1] else ""))
+        self._end_line()
+        return outcomes
+
+    @staticmethod
+    def _word(outcome: ToolOutcome) -> str:
+        return {CHECK_CLEAN: "clean", CHECK_FINDING: "FOUND ERRORS", CHECK_TIMED_OUT: "did not finish in time",
+                CHECK_NOT_FINISHED: "did not finish", CHECK_TAMPERED: "REPORT TAMPERED"}[outcome.outcome]
 
     def _timed(self, program: str, lesson: Lesson, task) -> Tuple[PhaseResult, Optional[PhaseResult], list]:
         """The task's performance test, then the reference's, alone on the GPU; and the other
@@ -198,30 +303,55 @@ class Grader:
         return phase, reference, gpu_processes.others([before, after], ours)
 
     def grade_lesson(self, lesson: Lesson, program: str) -> LessonResult:
-        results = []
+        started = time.monotonic()
+        wall = {"correctness": 0.0, "sanitizer_check": 0.0, "performance": 0.0, "reference": 0.0}
+        verdicts: Dict[int, ComponentResult] = {}
+        elapsed: Dict[int, float] = {}
         for task in lesson.tasks:
-            self._line = ""
             self._say(f"  {lesson.slug} task {task.id}: ")
             code = self.code.of(lesson, task) if self.code else (skeleton.UNKNOWN, "")
-            correctness = judge_correctness(task, self._correctness(program, lesson, task), lesson.slug, *code)
-            self._say(f"correctness {STATUS_LABELS[correctness.status]}")
+            phase = self._correctness(program, lesson, task)
+            elapsed[task.id] = phase.elapsed_s
+            wall["correctness"] += phase.elapsed_s
+            verdicts[task.id] = judge_correctness(task, phase, lesson.slug, *code)
+            self._say(f"correctness {STATUS_LABELS[verdicts[task.id].status]}")
+            self._end_line()
+
+        passed = [t for t in lesson.tasks if verdicts[t.id].passed]
+        if self.check_passes and passed:
+            outcomes = self._sanitizer_check(program, lesson, passed, elapsed, wall)
+            for task in passed:
+                verdicts[task.id] = confirm_correctness(task, verdicts[task.id], outcomes[task.id],
+                                                        self.reproduce(lesson, task))
+                if not verdicts[task.id].passed:
+                    print(f"  {lesson.slug} task {task.id}: correctness {STATUS_LABELS[verdicts[task.id].status]} "
+                          f"({verdicts[task.id].summary})", flush=True)
+
+        results = []
+        for task in lesson.tasks:
+            correctness = verdicts[task.id]
             perf_phase = reference_phase = again = None
             others: list = []
             if task.performance_points and correctness.passed and not self.args.sanitize and not self.args.no_timing:
+                self._say(f"  {lesson.slug} task {task.id}: ")
                 perf_phase, reference_phase, others = self._timed(program, lesson, task)
+                timed = [perf_phase, reference_phase]
                 if near_threshold(task, perf_phase):  # timing noise must not decide the verdict
-                    self._say(", near the threshold: measuring again")
+                    self._say("near the threshold: measuring again, ")
                     second, second_reference, more = self._timed(program, lesson, task)
                     again = (second, second_reference)
+                    timed += [second, second_reference]
                     others = gpu_processes.others([others, more], [])
+                wall["performance"] += sum(p.elapsed_s for p in timed[0::2] if p)
+                wall["reference"] += sum(p.elapsed_s for p in timed[1::2] if p)
             performance = judge_performance(task, correctness, perf_phase, lesson.slug, reference_phase, again)
             note_other_processes(performance, others)
-            if performance:
-                self._say(f", performance {STATUS_LABELS[performance.status]}")
-            print(flush=True)
-            self._line = ""
+            if perf_phase is not None and performance:
+                self._say(f"performance {STATUS_LABELS[performance.status]}")
+                self._end_line()
             results.append(TaskResult(task, correctness, performance))
-        return LessonResult(lesson, results)
+        wall["total"] = time.monotonic() - started
+        return LessonResult(lesson, results, {k: round(v, 2) for k, v in wall.items()})
 
 
 class CodeState:
@@ -446,10 +576,13 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
     print(f"Grading {tree_dir} with seed {seed} on {device.get('name')} "
           f"(copy bandwidth {float(device.get('copy_bandwidth_gbps', 0)):.0f} GB/s)", flush=True)
     grader = Grader(args, index, reference, device, seed, tree, code=CodeState(root, tree_dir))
+    for note in grader.notes:
+        print(note, flush=True)
     lesson_results = [cannot_grade(lesson, tree_dir, programs, compile_failures)
                       or grader.grade_lesson(lesson, programs[lesson.slug]) for lesson in lessons]
 
-    run = GradeRun(tree=str(tree_dir), seed=seed, device=device, lessons=lesson_results, sanitize=args.sanitize)
+    run = GradeRun(tree=str(tree_dir), seed=seed, device=device, lessons=lesson_results, sanitize=args.sanitize,
+                   notes=grader.notes)
     print()
     print(format_scoreboard(run))
     for line in remember(root, tree_dir, run, args.results):

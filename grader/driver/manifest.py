@@ -12,6 +12,13 @@ class ManifestError(Exception):
     """The manifest is malformed, or a lesson asked for does not exist."""
 
 
+# The compute-sanitizer tools a lesson or task may name ("sanitizers"), run in the order given.
+# memcheck: out-of-bounds and misaligned accesses, and (with the flag the driver adds) accesses to
+# stream-ordered memory before its allocation or after its free; racecheck: shared-memory hazards;
+# synccheck: barriers and warp primitives misused; initcheck: reads of global memory never written.
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+
 @dataclass(frozen=True)
 class ScaledThreshold:
     """A threshold that follows the GPU: `factor` times a figure the grader program measures on
@@ -36,6 +43,9 @@ class Task:
     # run alone on the GPU like a performance phase, not side by side with other gradings.
     correctness_timed: bool = False
     perf_scaled: Optional[ScaledThreshold] = None  # a threshold measured on the GPU at hand
+    # The compute-sanitizer tools its correctness tests run under (./grade --sanitize, and the check
+    # of a pass): the task's own "sanitizers" in the manifest, else its lesson's.
+    sanitizers: List[str] = field(default_factory=lambda: ["memcheck"])
 
     @property
     def tag(self) -> str:
@@ -53,7 +63,7 @@ class Lesson:
     sources: List[str]
     tasks: List[Task]
     timeout_s: float = 60.0
-    sanitizers: List[str] = field(default_factory=lambda: ["memcheck"])
+    sanitizers: List[str] = field(default_factory=lambda: ["memcheck"])  # its tasks' tools, unless a task names its own
 
     @property
     def number(self) -> int:
@@ -89,7 +99,20 @@ def _scaled_threshold(raw: dict, where: str) -> ScaledThreshold:
     return ScaledThreshold(float(factor), of)
 
 
-def _task(raw: dict, slug: str) -> Task:
+def _sanitizers(raw, where: str) -> List[str]:
+    """A "sanitizers" list, validated: compute-sanitizer tools by name, each once, at least one."""
+    if (not isinstance(raw, list) or not raw or not all(isinstance(t, str) for t in raw)
+            or len(set(raw)) != len(raw)):
+        raise ManifestError(f"{where}: \"sanitizers\" is a list of compute-sanitizer tools, each named once, "
+                            f"got {raw!r}")
+    unknown = [t for t in raw if t not in SANITIZER_TOOLS]
+    if unknown:
+        raise ManifestError(f"{where}: unknown compute-sanitizer tool(s) {', '.join(unknown)}; the tools are "
+                            + ", ".join(SANITIZER_TOOLS))
+    return list(raw)
+
+
+def _task(raw: dict, slug: str, lesson_sanitizers: List[str]) -> Task:
     try:
         points = raw["points"]
         perf = raw.get("performance") or {}
@@ -109,6 +132,8 @@ def _task(raw: dict, slug: str) -> Task:
         raise ManifestError(f"lesson {slug}: a task is missing or has a bad field: {e}") from e
     if isinstance(threshold, dict):
         task.perf_scaled = _scaled_threshold(threshold, f"lesson {slug} task {task.id}")
+    task.sanitizers = (_sanitizers(raw["sanitizers"], f"lesson {slug} task {task.id}") if "sanitizers" in raw
+                       else list(lesson_sanitizers))
     if task.performance_points and (task.perf_metric is None or
                                     (task.perf_threshold is None and task.perf_scaled is None)):
         raise ManifestError(f"lesson {slug} task {task.id}: performance points need a metric and a threshold")
@@ -122,12 +147,13 @@ def parse_manifest(data: dict) -> List[Lesson]:
         slug = raw.get("slug", "")
         if not _SLUG.match(slug):
             raise ManifestError(f"lesson slug {slug!r} must look like 01_vector_add (two digits, underscore, name)")
-        tasks = [_task(t, slug) for t in raw.get("tasks", [])]
+        sanitizers = _sanitizers(raw.get("sanitizers", ["memcheck"]), f"lesson {slug}")
+        tasks = [_task(t, slug, sanitizers) for t in raw.get("tasks", [])]
         if [t.id for t in tasks] != list(range(1, len(tasks) + 1)):
             raise ManifestError(f"lesson {slug}: tasks must be numbered 1, 2, 3, ... in order")
         lessons.append(Lesson(slug=slug, title=str(raw.get("title", slug)), sources=list(raw.get("sources", [])),
                               tasks=tasks, timeout_s=float(raw.get("timeout_s", 60)),
-                              sanitizers=list(raw.get("sanitizers", ["memcheck"]))))
+                              sanitizers=sanitizers))
     slugs = [l.slug for l in lessons]
     if slugs != sorted(slugs) or len(set(slugs)) != len(slugs):
         raise ManifestError("lessons must be listed once each, in slug order")

@@ -35,6 +35,7 @@ def format_scoreboard(run: GradeRun) -> str:
     mode = " · under compute-sanitizer" if run.sanitize else ""
     lines.append(f"CUDA Workbook · graded: {run.tree} · seed {run.seed}{mode}")
     lines.append(device_line(run.device))
+    lines.extend(run.notes)
     problems = []
     for lesson_result in run.lessons:
         lesson = lesson_result.lesson
@@ -51,6 +52,9 @@ def format_scoreboard(run: GradeRun) -> str:
                              f"{c.summary if c.status != NOT_IMPLEMENTED else ''}".rstrip())
                 if c.status not in (PASSED, NOT_RUN, SKIPPED) and c.details:
                     problems.append((f"{lesson.slug} · Task {task.id} · {c.kind}: {label}", c))
+                elif c.status == PASSED and c.details and _not_confirmed(c):
+                    problems.append((f"{lesson.slug} · Task {task.id} · {c.kind}: passed, not confirmed under "
+                                     "compute-sanitizer", c))
     lines.append("")
     bonus = f" (+{_points(run.bonus_max_score)} optional)" if run.bonus_max_score else ""
     lines.append(f"Total: {_points(run.score)} / {_points(run.max_score)}{bonus}")
@@ -62,6 +66,11 @@ def format_scoreboard(run: GradeRun) -> str:
             lines.append(title)
             lines.append(textwrap.indent(c.details.strip(), "  "))
     return "\n".join(lines)
+
+
+def _not_confirmed(c: ComponentResult) -> bool:
+    """A pass whose check under compute-sanitizer did not finish (scoring.confirm_correctness)."""
+    return c.extra_data.get("sanitizer_check", {}).get("status") in ("not confirmed", "partly confirmed")
 
 
 def _test_name(lesson_slug: str, task_id: int, task_title: str, kind: str) -> str:
@@ -93,18 +102,21 @@ def gradescope_results(run: GradeRun) -> dict:
                 })
     return {
         "score": run.score,
-        "output": f"Graded {run.tree} with seed {run.seed}. {device_line(run.device)}",
+        "output": " ".join([f"Graded {run.tree} with seed {run.seed}. {device_line(run.device)}"] + run.notes),
         "visibility": "visible",
         "stdout_visibility": "visible",
         "tests": tests,
+        # Seconds each lesson's grading took, by phase (cli.Grader.grade_lesson): what the check of the
+        # passes under compute-sanitizer costs against the rest.
+        "extra_data": {"wall_s": {l.lesson.slug: l.wall_s for l in run.lessons if l.wall_s}},
     }
 
 
 def _junit_case(lesson_slug: str, task_id: int, c: ComponentResult) -> str:
     head = f'    <testcase classname={quoteattr(f"{lesson_slug}.task_{task_id}")} name={quoteattr(c.kind)}>'
     body = escape(f"{c.summary}\n{c.details}".strip())
-    if c.status == PASSED:
-        return head + "</testcase>"
+    if c.status == PASSED:  # what the pass rests on ("correct, confirmed by memcheck"), details too
+        return head + f"<system-out>{body}</system-out></testcase>"
     if c.status in (NOT_RUN, SKIPPED):
         return head + f"<skipped message={quoteattr(c.summary)}/></testcase>"
     if c.status in (CRASHED, TIMED_OUT, COMPILE_ERROR, MISSING):

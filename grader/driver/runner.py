@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from .sanitizer import SanitizerReport, parse_reports
+
 
 @dataclass
 class PhaseResult:
@@ -34,6 +36,7 @@ class PhaseResult:
     sanitizer_tool: Optional[str] = None
     sanitizer_errors: int = 0
     sanitizer_findings: List[str] = field(default_factory=list)
+    sanitizer_reports: List[SanitizerReport] = field(default_factory=list)  # the first errors, read apart
     elapsed_s: float = 0.0
     pid: Optional[int] = None  # of the grader program (nvidia-smi lists it while it runs)
     # The GPU waits the tests reported (grader::synchronize): how long each finished one took,
@@ -161,10 +164,11 @@ _RACECHECK_ERRORS = re.compile(r"\((\d+) errors?")
 
 
 def parse_sanitizer_output(text: str, result: PhaseResult) -> None:
-    """Collects compute-sanitizer's findings (lines starting with '=========')."""
+    """Collects compute-sanitizer's findings (lines starting with '========='): the error count,
+    the lines that say what was found, and the first reports read apart (sanitizer.parse_reports)."""
     findings = []
     for line in text.splitlines():
-        if not line.startswith("========="):
+        if not line.startswith("=========") or line.startswith("=========="):  # not Catch2's "=====...==="
             continue
         body = line[9:].strip()
         if body.startswith("ERROR SUMMARY:"):
@@ -180,6 +184,7 @@ def parse_sanitizer_output(text: str, result: PhaseResult) -> None:
                                            "Saved host backtrace")):
             findings.append(body)
     result.sanitizer_findings = findings
+    result.sanitizer_reports = parse_reports(text)
 
 
 def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env: Dict[str, str],

@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from . import skeleton
 from .manifest import Lesson, Task
 from .runner import PhaseResult
+from .sanitizer import ERROR_EXIT_CODE
 
 # Statuses of one component (correctness or performance) of a task.
 PASSED = "passed"
@@ -141,6 +142,9 @@ class TaskResult:
 class LessonResult:
     lesson: Lesson
     tasks: List[TaskResult]
+    # Seconds the lesson's grading took, by phase (cli.Grader.grade_lesson): "correctness",
+    # "sanitizer_check", "performance", "reference" (the processes' own wall time) and "total".
+    wall_s: Dict[str, float] = field(default_factory=dict)
 
     @property
     def score(self) -> float:
@@ -155,6 +159,7 @@ class GradeRun:
     device: Dict[str, object]
     lessons: List[LessonResult]
     sanitize: bool = False
+    notes: List[str] = field(default_factory=list)  # lines about the whole run, under the header
 
     @property
     def score(self) -> float:
@@ -363,6 +368,169 @@ def judge_correctness(task: Task, phase: PhaseResult, lesson_slug: str, code: st
     # Metrics a correctness test recorded (lesson 04: the worst rounding error seen, which is how
     # its tolerance was calibrated) go into results.json beside the verdict.
     return ComponentResult("correctness", PASSED, points, points, "correct", "", phase.metrics())
+
+
+# ---- The check of a pass under compute-sanitizer ----
+#
+# A task whose correctness passed has its correctness tests run once more under compute-sanitizer,
+# at the small sizes of the sanitizer mode (cli.Grader._sanitizer_check). Memory errors that leave
+# the values right (a stream-ordered buffer read after its free, a temporary overrun into pool
+# memory that happens to be mapped) pass every value check; the sanitizer sees them. A finding
+# fails the task; a check that could not finish says so and leaves the pass standing.
+
+CHECK_CLEAN = "clean"                # every test of the task ran and passed, and the tool found nothing
+CHECK_FINDING = "finding"            # the tool reported errors: the task fails
+CHECK_TIMED_OUT = "timed_out"        # stopped at the check's own time limit: not confirmed, not failed
+CHECK_NOT_FINISHED = "not_finished"  # ended otherwise without a finding: not confirmed, not failed
+CHECK_TAMPERED = "tampered"          # its report held lines the grader program did not write
+
+
+@dataclass
+class SanitizerRun:
+    """One compute-sanitizer process of the check: one tool over the correctness tests of one or
+    more tasks that passed, with the check's own time limit."""
+    tool: str
+    tasks: List[int]
+    phase: PhaseResult
+    limit_s: float
+
+    @property
+    def found(self) -> bool:
+        """The tool reported an error: a count in its summary, its exit status for findings, or (in
+        a run stopped before its summary) a report that names a kernel."""
+        phase = self.phase
+        return (phase.sanitizer_errors > 0 or phase.returncode == ERROR_EXIT_CODE
+                or any(r.kernel for r in phase.sanitizer_reports))
+
+    @property
+    def errors(self) -> int:
+        return max(self.phase.sanitizer_errors, len(self.phase.sanitizer_reports), 1)
+
+    def record(self, outcome: str) -> dict:
+        """The run as results.json shows it under the task's correctness."""
+        return {"tool": self.tool, "tasks": list(self.tasks), "outcome": outcome,
+                "wall_s": round(self.phase.elapsed_s, 2), "limit_s": round(self.limit_s, 1)}
+
+
+@dataclass
+class ToolOutcome:
+    """What one tool made of one task: an outcome above, the run that decided it, and for a check
+    that did not finish what happened (one line, then the facts)."""
+    tool: str
+    outcome: str
+    run: SanitizerRun
+    short: str = ""
+    facts: str = ""
+    tampered: Optional[ComponentResult] = None
+
+
+def sanitizer_outcome(task: Task, run: SanitizerRun) -> ToolOutcome:
+    """The outcome of `run` for `task`, whose tests it ran (alone, or with other tasks' when the
+    run was clean: cli.py runs a task alone before it blames it for anything)."""
+    phase, tool = run.phase, run.tool
+    if run.found:
+        return ToolOutcome(tool, CHECK_FINDING, run)
+    # Lines the grader program did not write are tampering here as anywhere. An exit with status 0
+    # before the last record is not (unlike in the graded run, which already held the code to it):
+    # the sanitizer itself may end that way when it cannot run the program. Nor is a key the program
+    # could not read, which the graded run of the same code could: that points at the sanitizer,
+    # which must pass the key's pipe on to the program.
+    if phase.key_problem:
+        return ToolOutcome(tool, CHECK_NOT_FINISHED, run, f"the grader program found no key under {tool}",
+                           f"Under {tool} the grader program found no whole key in its pipe ({phase.key_problem}), "
+                           "so nothing it reported could be read; the graded run had it.")
+    tampered = _tampering(phase) if phase.forged_lines else None
+    if tampered:
+        return ToolOutcome(tool, CHECK_TAMPERED, run, tampered=tampered)
+    if phase.timed_out:
+        return ToolOutcome(tool, CHECK_TIMED_OUT, run, f"{tool} did not finish within {run.limit_s:.0f} s",
+                           f"The check under {tool} was stopped at its time limit of {run.limit_s:.0f} s, the "
+                           "sanitizer having reported nothing until then.")
+    records = [r for r in phase.records if task.tag in r.get("tags", [])]
+    failed = [r for r in records if r.get("outcome") == "failed"]
+    tail = "\n".join([line for line in phase.output_tail.splitlines() if line.strip()][-8:])
+    if failed:
+        message = "\n".join(failed[0].get("messages", [])).strip() or "(no message)"
+        return ToolOutcome(tool, CHECK_NOT_FINISHED, run, f"a test failed under {tool}",
+                           f"Under {tool} a test of the task failed, with no error reported by the sanitizer:\n"
+                           f"{message}")
+    if phase.fatal_signal or phase.killed_by or phase.unfinished_test or not phase.run_completed:
+        cause = (phase.fatal_signal or (f"killed by {phase.killed_by}" if phase.killed_by else "")
+                 or f"exit status {phase.returncode}")
+        during = f" during \"{phase.unfinished_test}\"" if phase.unfinished_test else ""
+        return ToolOutcome(tool, CHECK_NOT_FINISHED, run, f"{tool} did not finish its run ({cause})",
+                           f"Under {tool} the grader program ended{during} before it finished its tests "
+                           f"({cause}), with no error reported by the sanitizer. Last output:\n{tail}")
+    if not any(r.get("outcome") == "passed" for r in records):
+        return ToolOutcome(tool, CHECK_NOT_FINISHED, run, f"no test of the task passed under {tool}",
+                           f"Under {tool} no test of the task ran to a pass (all skipped, or none selected). "
+                           f"Last output:\n{tail}")
+    return ToolOutcome(tool, CHECK_CLEAN, run)
+
+
+def _names(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def confirm_correctness(task: Task, correctness: ComponentResult, outcomes: List[ToolOutcome],
+                        reproduce: str) -> ComponentResult:
+    """The correctness verdict of a task that passed, after the check of its pass: failed on the
+    first tool that found an error, quoting what that tool printed first; otherwise still passed,
+    "confirmed by" the tools that found nothing, with a word on those that could not finish.
+    `reproduce` is the command that shows the run again (./grade --sanitize ...)."""
+    if not outcomes:
+        return correctness
+    check = {"status": "confirmed", "tools": {o.tool: o.outcome for o in outcomes},
+             "runs": [o.run.record(o.outcome) for o in outcomes]}
+    points = correctness.max_score
+    finding = next((o for o in outcomes if o.outcome == CHECK_FINDING), None)
+    if finding:
+        run = finding.run
+        reports = run.phase.sanitizer_reports
+        first = next((r for r in reports if r.kernel), reports[0] if reports else None)
+        check["status"] = "failed"
+        if first:
+            check["first_report"] = {"kind": first.headline, "kernel": first.kernel, "location": first.location,
+                                     "lines": [first.kind] + first.lines}
+            summary = f"{finding.tool}: {first.short()}"
+            quoted = f" The first, as it printed it:\n{first.quote()}"
+        else:
+            summary = f"{finding.tool} found {run.errors} error(s)"
+            quoted = (" Its report could not be read here (exit status "
+                      f"{run.phase.returncode}); the last lines of the run:\n"
+                      + "\n".join(run.phase.output_tail.splitlines()[-8:]))
+        errors = f"{run.phase.sanitizer_errors} error(s)" if run.phase.sanitizer_errors else "errors"
+        details = (f"The tests of task {task.id} passed. Run again at small sizes under compute-sanitizer --tool "
+                   f"{finding.tool} to confirm the pass, they made it report {errors}.{quoted}\n"
+                   "This is what the sanitizer saw while the tests ran. Their results were right in the graded "
+                   "run, which such an error does not rule out: the memory a kernel read or wrote outside what "
+                   "it owns may happen to hold the right values there.\n"
+                   f"Reproduce: {reproduce}")
+        return ComponentResult("correctness", FAILED, 0, points, summary[:140], details, dict(correctness.metrics),
+                               {**correctness.extra_data, "sanitizer_check": check})
+    tampered = next((o for o in outcomes if o.outcome == CHECK_TAMPERED), None)
+    if tampered and tampered.tampered:
+        verdict = tampered.tampered
+        check["status"] = "tampered"
+        return ComponentResult("correctness", verdict.status, 0, points,
+                               f"under {tampered.tool}: {verdict.summary}", verdict.details,
+                               dict(correctness.metrics), {**correctness.extra_data, "sanitizer_check": check})
+    clean = [o.tool for o in outcomes if o.outcome == CHECK_CLEAN]
+    unfinished = [o for o in outcomes if o.outcome != CHECK_CLEAN]
+    summary = correctness.summary + (f", confirmed by {_names(clean)}" if clean else "")
+    details = correctness.details
+    if unfinished:
+        check["status"] = "partly confirmed" if clean else "not confirmed"
+        summary += "; not confirmed: " + "; ".join(o.short for o in unfinished)
+        facts = "\n".join(o.facts for o in unfinished)
+        details = ((details + "\n") if details else "") + (
+            f"The tests of task {task.id} passed; the check of that pass under compute-sanitizer is incomplete:\n"
+            f"{facts}\n"
+            "The pass stands: only an error the sanitizer reports fails a task. The same tests under the "
+            f"sanitizer, with all it says and a longer time limit: {reproduce}")
+    return ComponentResult("correctness", PASSED, correctness.score, points, summary, details,
+                           dict(correctness.metrics), {**correctness.extra_data, "sanitizer_check": check})
 
 
 def effective_threshold(task: Task, metrics: Dict[str, float]) -> Tuple[Optional[float], str]:

@@ -67,6 +67,38 @@ class ManifestTest(unittest.TestCase):
         with self.assertRaisesRegex(ManifestError, "two digits"):
             parse_manifest(bad)
 
+    def test_a_task_names_its_sanitizers_or_takes_its_lessons(self):
+        raw = copy.deepcopy(MANIFEST)
+        raw["lessons"][0]["sanitizers"] = ["memcheck", "synccheck"]
+        raw["lessons"][0]["tasks"][0]["sanitizers"] = ["memcheck", "racecheck"]
+        lesson = parse_manifest(raw)[0]
+        self.assertEqual(lesson.tasks[0].sanitizers, ["memcheck", "racecheck"])
+        self.assertEqual(lesson.tasks[1].sanitizers, ["memcheck", "synccheck"])
+        self.assertEqual(parse_manifest(MANIFEST)[0].tasks[1].sanitizers, ["memcheck"])  # neither says: memcheck
+
+    def test_sanitizers_must_be_known_tools_each_named_once(self):
+        for where in ("lesson", "task"):
+            for bad, message in [(["memcheck", "leakcheck"], "unknown compute-sanitizer tool\\(s\\) leakcheck"),
+                                 ([], "a list of compute-sanitizer tools"),
+                                 ("memcheck", "a list of compute-sanitizer tools"),
+                                 (["memcheck", "memcheck"], "each named once"),
+                                 ([None], "a list of compute-sanitizer tools")]:
+                raw = copy.deepcopy(MANIFEST)
+                target = raw["lessons"][0] if where == "lesson" else raw["lessons"][0]["tasks"][1]
+                target["sanitizers"] = bad
+                prefix = "lesson 01_vector_add" + (" task 2" if where == "task" else "")
+                with self.assertRaisesRegex(ManifestError, f"^{prefix}: .*{message}", msg=f"{where}: {bad!r}"):
+                    parse_manifest(raw)
+
+    def test_the_real_manifest_checks_shared_memory_and_warp_code_for_races(self):
+        real = {(l.slug[:2], t.id): t.sanitizers for l in load_manifest(ROOT / "lessons" / "manifest.json")
+                for t in l.tasks}
+        shared_memory = {("03", 2), ("03", 4), ("04", 1), ("04", 2), ("04", 4)}
+        for key, tools in real.items():
+            self.assertEqual(tools[0], "memcheck", key)
+            self.assertEqual(tools, ["memcheck", "racecheck", "synccheck"] if key in shared_memory else ["memcheck"],
+                             key)
+
     def test_the_real_manifest_is_valid_and_matches_the_trees(self):
         lessons = load_manifest(ROOT / "lessons" / "manifest.json")
         self.assertTrue(lessons)

@@ -166,7 +166,8 @@ class GraderPerformanceTest(unittest.TestCase):
         """Grades helpers' lesson 01 with the student's performance phase giving `values` in turn."""
         values = list(values)
         the_lesson = the_lesson or lesson()
-        grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None), {}, {"01_vector_add": "reference"},
+        grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None, no_sanitizer_check=True), {},
+                            {"01_vector_add": "reference"},
                             {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0}, seed=1, tree="alice_1a2b3c4d")
 
         def run_phase(program, spec, **_):

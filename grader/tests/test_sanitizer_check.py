@@ -1,0 +1,661 @@
+"""The check of a pass under compute-sanitizer (issue 21), without a GPU: compute-sanitizer's reports
+read from canned outputs, the command line per tool, where the sanitizer is found, the verdicts, and
+the driver's flow with a stand-in for the process runner (the check runs only after a pass, one
+process per tool for the tasks that name it; a finding fails the task and its performance is not
+timed; a run out of time or a missing sanitizer fails nothing)."""
+import contextlib
+import io
+import json
+import os
+import re
+import stat
+import tempfile
+import textwrap
+import unittest
+from argparse import Namespace
+from pathlib import Path
+from unittest import mock
+
+from helpers import phase  # also puts the driver on sys.path
+from driver import cli, gpu_lock, scoring, sanitizer
+from driver.manifest import parse_manifest
+from driver.reports import format_scoreboard, gradescope_results, junit_xml
+from driver.runner import PhaseResult, parse_sanitizer_output
+from test_runner import SIGNING_PROGRAM
+
+# ---- compute-sanitizer's output, as it prints it ----
+# Shapes taken from compute-sanitizer 2025.x runs (the "at function+offset in file:line" form of
+# 2023 on, "Access to ... is out of bounds", thousands separators in sizes, the summary line that
+# repeats itself with the count not printed) and from older releases (the "at 0x.. in file:line:
+# function" form, "Address ... is out of bounds", racecheck's "ERROR:"). The program's own output
+# comes in between, as it does when both write to one pipe.
+
+MEMCHECK_OUT_OF_BOUNDS = """\
+========= COMPUTE-SANITIZER
+Randomness seeded to: 1234
+========= Invalid __global__ read of size 4 bytes
+=========     at vector_add(const float *, const float *, float *, int)+0x70 in /home/student/workbook/exercises/01_vector_add/vector_add.cu:12
+=========     by thread (40,0,0) in block (3,0,0)
+=========     Access to 0x7f1c4a0003e8 is out of bounds
+=========     and is 1 bytes after the nearest allocation at 0x7f1c4a000000 of size 1,000 bytes
+========= 
+========= Invalid __global__ read of size 4 bytes
+=========     at vector_add(const float *, const float *, float *, int)+0x70 in /home/student/workbook/exercises/01_vector_add/vector_add.cu:12
+=========     by thread (41,0,0) in block (3,0,0)
+=========     Access to 0x7f1c4a0003ec is out of bounds
+=========     and is 5 bytes after the nearest allocation at 0x7f1c4a000000 of size 1,000 bytes
+========= 
+===============================================================================
+All tests passed (12 assertions in 2 test cases)
+
+========= ERROR SUMMARY: 24 errors
+========= ERROR SUMMARY: 14 errors were not printed. Use --print-limit option to adjust the number of printed errors
+"""
+
+# A kernel of the lesson reading a cudaMallocAsync temporary after its cudaFreeAsync in stream order
+# (--track-stream-ordered-races all). The first three lines have memcheck's usual shape; the wording
+# of the last one is ours (the parser keeps it as printed and depends on none of it).
+MEMCHECK_STREAM_ORDERED = """\
+========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 4 bytes
+=========     at <unnamed>::smooth_kernel(const float *, float *, unsigned long)+0x110 in /home/student/workbook/lessons/05_streams/kernels.cu:27
+=========     by thread (0,0,0) in block (0,0,0)
+=========     Access to 0x7f2a5c000000 is a use-after-free of a stream-ordered allocation
+========= 
+========= ERROR SUMMARY: 64 errors
+"""
+
+# The same error from a release before 2023, and without -lineinfo.
+MEMCHECK_OLD_FORM = """\
+========= CUDA-MEMCHECK
+========= Invalid __global__ write of size 4 bytes
+=========     at 0x00000780 in /home/student/workbook/exercises/01_vector_add/vector_add.cu:13:vector_add(float const *, float const *, float*, int)
+=========     by thread (64,0,0) in block (2,0,0)
+=========     Address 0x7f8a01200000 is out of bounds
+========= ERROR SUMMARY: 1 error
+"""
+MEMCHECK_NO_LINEINFO = """\
+========= Invalid __global__ write of size 4 bytes
+=========     at transform_batches_kernel(float *, unsigned long)+0x90
+=========     by thread (255,0,0) in block (1,0,0)
+=========     Access to 0x7f2a5c001000 is out of bounds
+========= ERROR SUMMARY: 3 errors
+"""
+# A long line that the sanitizer wrapped: the location on a line of its own.
+MEMCHECK_WRAPPED = """\
+========= Invalid __global__ write of size 8 bytes
+=========     at reduce_sum_kernel_with_a_very_long_name+0xca0
+=========        in reduction.cu:379
+=========     Access to 0x155097f5db68 is out of bounds
+========= ERROR SUMMARY: 1 error
+"""
+
+RACECHECK = """\
+========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at matmul_tiled(const float *, const float *, float *, int, int, int)+0x2a0 in /home/student/workbook/exercises/03_matmul/matmul.cu:41
+=========     and Read access at matmul_tiled(const float *, const float *, float *, int, int, int)+0x3c0 in /home/student/workbook/exercises/03_matmul/matmul.cu:47 [1024 hazards]
+========= 
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+"""
+RACECHECK_OLD_FORM = """\
+========= ERROR: Race reported between Write access at 0x00000460 in /src/matmul.cu:41:matmul_tiled(float const *, float const *, float*, int, int, int)
+=========     and Read access at 0x000007a0 in /src/matmul.cu:47:matmul_tiled(float const *, float const *, float*, int, int, int) [508 hazards]
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+"""
+RACECHECK_WARNING_ONLY = """\
+========= Warning: Race reported between Write access at reduce_block(const float *, float *, int)+0x150 in reduction.cu:20
+=========     and Write access at reduce_block(const float *, float *, int)+0x150 in reduction.cu:20 [32 hazards]
+========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)
+"""
+
+SYNCCHECK = """\
+========= COMPUTE-SANITIZER
+========= Barrier error detected. Divergent thread(s) in warp
+=========     at reduce_block(const float *, float *, int)+0x1d0 in /home/student/workbook/exercises/04_reduction/reduction.cu:33
+=========     by thread (0,0,0) in block (0,0,0)
+========= 
+========= ERROR SUMMARY: 1 error
+"""
+
+# What memcheck prints after a kernel it stopped, and what the tool says about itself: no report
+# of the student's code among them.
+NOT_REPORTS = """\
+========= COMPUTE-SANITIZER
+========= Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" on CUDA API call to cudaDeviceSynchronize.
+=========     Saved host backtrace up to driver entry point at error
+========= 
+========= Error: Target application terminated before first instrumented API call
+========= Tracking kernels launched by child processes requires the --target-processes all option.
+========= Target application returned an error
+========= ERROR SUMMARY: 0 errors
+"""
+
+CLEAN = "========= COMPUTE-SANITIZER\nAll tests passed\n========= ERROR SUMMARY: 0 errors\n"
+
+
+def read(text):
+    result = PhaseResult()
+    parse_sanitizer_output(text, result)
+    return result
+
+
+class ReportReadingTest(unittest.TestCase):
+    def test_an_out_of_bounds_read_gives_its_kind_kernel_and_line(self):
+        r = read(MEMCHECK_OUT_OF_BOUNDS)
+        self.assertEqual(r.sanitizer_errors, 24)  # not the 14 of the print-limit line
+        first = r.sanitizer_reports[0]
+        self.assertEqual(first.kind, "Invalid __global__ read of size 4 bytes")
+        self.assertEqual(first.kernel, "vector_add")
+        self.assertEqual(first.location, "/home/student/workbook/exercises/01_vector_add/vector_add.cu:12")
+        self.assertEqual(first.short(), "Invalid __global__ read of size 4 bytes in vector_add (vector_add.cu:12)")
+        self.assertIn("by thread (40,0,0) in block (3,0,0)", first.lines)
+        self.assertIn("Access to 0x7f1c4a0003e8 is out of bounds", first.lines)
+        self.assertEqual(len(r.sanitizer_reports), 2)  # each report ends at its blank line
+        self.assertNotIn("All tests passed", first.quote())
+        self.assertFalse([f for f in r.sanitizer_findings if f.startswith("=")])  # Catch2's separator line
+
+    def test_a_stream_ordered_report_keeps_its_lines_as_printed(self):
+        first = read(MEMCHECK_STREAM_ORDERED).sanitizer_reports[0]
+        self.assertEqual(first.kernel, "smooth_kernel")  # the anonymous namespace and parameters left out
+        self.assertTrue(first.location.endswith("lessons/05_streams/kernels.cu:27"))
+        self.assertIn("Access to 0x7f2a5c000000 is a use-after-free of a stream-ordered allocation", first.quote())
+
+    def test_the_older_form_and_code_without_lineinfo(self):
+        old = read(MEMCHECK_OLD_FORM).sanitizer_reports[0]
+        self.assertEqual((old.kernel, os.path.basename(old.location)), ("vector_add", "vector_add.cu:13"))
+        self.assertIn("Address 0x7f8a01200000 is out of bounds", old.lines)
+        bare = read(MEMCHECK_NO_LINEINFO).sanitizer_reports[0]
+        self.assertEqual((bare.kernel, bare.location), ("transform_batches_kernel", ""))
+        self.assertEqual(bare.short(), "Invalid __global__ write of size 4 bytes in transform_batches_kernel")
+        wrapped = read(MEMCHECK_WRAPPED).sanitizer_reports[0]
+        self.assertEqual((wrapped.kernel, wrapped.location), ("reduce_sum_kernel_with_a_very_long_name",
+                                                              "reduction.cu:379"))
+
+    def test_a_race_names_both_accesses(self):
+        for text in (RACECHECK, RACECHECK_OLD_FORM):
+            r = read(text)
+            self.assertEqual(r.sanitizer_errors, 1)
+            race = r.sanitizer_reports[0]
+            self.assertEqual(race.headline, "Race reported between Write access and Read access")
+            self.assertEqual(race.kernel, "matmul_tiled")
+            self.assertEqual(os.path.basename(race.location), "matmul.cu:41")
+            self.assertIn("matmul.cu:47", race.quote())
+
+    def test_racecheck_warnings_are_not_errors(self):
+        r = read(RACECHECK_WARNING_ONLY)
+        self.assertEqual((r.sanitizer_errors, r.sanitizer_reports), (0, []))
+
+    def test_a_barrier_error(self):
+        first = read(SYNCCHECK).sanitizer_reports[0]
+        self.assertEqual(first.short(), "Barrier error detected. Divergent thread(s) in warp in reduce_block "
+                                        "(reduction.cu:33)")
+
+    def test_api_errors_and_the_tools_own_lines_are_not_reports(self):
+        self.assertEqual(read(NOT_REPORTS).sanitizer_reports, [])
+        self.assertEqual(read(CLEAN).sanitizer_reports, [])
+
+    def test_function_names_lose_their_parameters_only(self):
+        self.assertEqual(sanitizer.function_name("void reduce<256>(const float *, float *)"), "void reduce<256>")
+        self.assertEqual(sanitizer.function_name("(anonymous namespace)::smooth_kernel(const float *, float *)"),
+                         "smooth_kernel")
+        self.assertEqual(sanitizer.function_name("ns::k(void (*)(int), int)"), "ns::k")
+        self.assertEqual(sanitizer.function_name("kernel"), "kernel")
+
+
+class CommandTest(unittest.TestCase):
+    def test_memcheck_tracks_stream_ordered_allocations(self):
+        command = sanitizer.command("/cuda/bin/compute-sanitizer", "memcheck")
+        self.assertEqual(command[:3], ["/cuda/bin/compute-sanitizer", "--tool", "memcheck"])
+        self.assertIn("--track-stream-ordered-races all", " ".join(command))
+        self.assertIn(f"--error-exitcode {sanitizer.ERROR_EXIT_CODE}", " ".join(command))
+        self.assertNotIn("--report-api-errors", command)  # ./grade --sanitize shows API errors as before
+        self.assertNotIn("--leak-check", command)
+
+    def test_the_check_leaves_api_errors_out_and_other_tools_have_no_memcheck_flags(self):
+        check = sanitizer.command("cs", "memcheck", check=True)
+        self.assertIn("--report-api-errors no", " ".join(check))
+        self.assertNotIn("--leak-check", check)
+        racecheck = sanitizer.command("cs", "racecheck", check=True)
+        self.assertEqual(racecheck[1:3], ["--tool", "racecheck"])
+        self.assertNotIn("--track-stream-ordered-races", racecheck)
+
+
+def executable(path: Path) -> str:
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+class FindSanitizerTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = Path(self.tmp.name)
+        (self.dir / "bin").mkdir()
+        (self.dir / "empty").mkdir()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_the_recorded_one_first_then_the_path(self):
+        recorded = executable(self.dir / "compute-sanitizer")
+        on_path = executable(self.dir / "bin" / "compute-sanitizer")
+        with mock.patch.dict(os.environ, {"PATH": str(self.dir / "bin")}):
+            self.assertEqual(sanitizer.find_sanitizer({"compute_sanitizer": recorded}), (recorded, ""))
+            self.assertEqual(sanitizer.find_sanitizer({"compute_sanitizer": ""}), (on_path, ""))
+            self.assertEqual(sanitizer.find_sanitizer({"compute_sanitizer": "/gone/compute-sanitizer"}),
+                             (on_path, ""))
+
+    def test_none_says_where_it_looked(self):
+        with mock.patch.dict(os.environ, {"PATH": str(self.dir / "empty")}):
+            path, why = sanitizer.find_sanitizer({"compute_sanitizer": ""})
+            self.assertIsNone(path)
+            self.assertEqual(why, "the build found none beside nvcc, and there is none on PATH")
+            path, why = sanitizer.find_sanitizer({"compute_sanitizer": "/gone/compute-sanitizer"})
+            self.assertIn("the build recorded /gone/compute-sanitizer, which is not there", why)
+
+
+# ---- Verdicts ----
+
+LESSON = {"lessons": [{
+    "slug": "04_reduction", "title": "Reduction", "sources": ["reduction.cu"], "timeout_s": 30,
+    "sanitizers": ["memcheck"],
+    "tasks": [
+        {"id": 1, "title": "block", "points": {"correctness": 4}, "sanitizers": ["memcheck", "racecheck"]},
+        {"id": 2, "title": "sum", "points": {"correctness": 4, "performance": 3},
+         "performance": {"metric": "fraction_of_copy_bandwidth", "threshold": 0.5}},
+        {"id": 3, "title": "norm", "points": {"correctness": 3}},
+    ]}]}
+
+
+def the_lesson():
+    return parse_manifest(LESSON)[0]
+
+
+def passing(*task_ids, **fields):
+    """A run of the tasks' tests that ran to its end, every test passed."""
+    result = PhaseResult(run_completed=True, **fields)
+    for task_id in task_ids:
+        result.records.append({"event": "end", "test": f"test of task {task_id}", "tags": [f"task_{task_id}"],
+                               "outcome": "passed", "messages": [], "metrics": {}})
+    return result
+
+
+def sanitized(result: PhaseResult, text: str) -> PhaseResult:
+    parse_sanitizer_output(text, result)
+    return result
+
+
+CORRECT = scoring.ComponentResult("correctness", scoring.PASSED, 4, 4, "correct")
+REPRODUCE = "./grade --sanitize --seed 7 04.2"
+
+
+class VerdictTest(unittest.TestCase):
+    def setUp(self):
+        self.task = the_lesson().tasks[1]
+
+    def outcome(self, tool, result, limit=140.0):
+        return scoring.sanitizer_outcome(self.task, scoring.SanitizerRun(tool, [self.task.id], result, limit))
+
+    def test_a_finding_fails_the_task_quoting_the_first_report(self):
+        result = sanitized(passing(2, returncode=sanitizer.ERROR_EXIT_CODE, elapsed_s=9.5), MEMCHECK_STREAM_ORDERED)
+        outcome = self.outcome("memcheck", result)
+        self.assertEqual(outcome.outcome, scoring.CHECK_FINDING)
+        r = scoring.confirm_correctness(self.task, CORRECT, [outcome], REPRODUCE)
+        self.assertEqual((r.status, r.score, r.max_score), (scoring.FAILED, 0, 4))
+        self.assertEqual(r.summary,
+                         "memcheck: Invalid __global__ read of size 4 bytes in smooth_kernel (kernels.cu:27)")
+        self.assertIn("compute-sanitizer --tool memcheck", r.details)
+        self.assertIn("64 error(s)", r.details)
+        self.assertIn("  Invalid __global__ read of size 4 bytes\n    at <unnamed>::smooth_kernel(", r.details)
+        self.assertIn("This is what the sanitizer saw", r.details)
+        self.assertIn(f"Reproduce: {REPRODUCE}", r.details)
+        self.assertNotIn("Hint [", r.details)  # the report is the evidence; no cause is claimed
+        check = r.extra_data["sanitizer_check"]
+        self.assertEqual(check["status"], "failed")
+        self.assertEqual(check["first_report"]["kernel"], "smooth_kernel")
+        self.assertEqual(check["runs"], [{"tool": "memcheck", "tasks": [2], "outcome": "finding", "wall_s": 9.5,
+                                          "limit_s": 140.0}])
+
+    def test_a_finding_is_one_even_when_the_run_was_stopped_before_its_summary(self):
+        stopped = sanitized(PhaseResult(timed_out=True), MEMCHECK_OUT_OF_BOUNDS.split("===============")[0])
+        self.assertEqual(stopped.sanitizer_errors, 0)
+        self.assertEqual(self.outcome("memcheck", stopped).outcome, scoring.CHECK_FINDING)
+        by_status = PhaseResult(returncode=sanitizer.ERROR_EXIT_CODE)
+        outcome = self.outcome("memcheck", by_status)
+        self.assertEqual(outcome.outcome, scoring.CHECK_FINDING)
+        r = scoring.confirm_correctness(self.task, CORRECT, [outcome], REPRODUCE)
+        self.assertEqual(r.summary, "memcheck found 1 error(s)")
+        self.assertIn("could not be read here (exit status 86)", r.details)
+
+    def test_clean_tools_confirm_the_pass(self):
+        outcomes = [self.outcome("memcheck", sanitized(passing(2), CLEAN)),
+                    self.outcome("racecheck", sanitized(passing(2), RACECHECK_WARNING_ONLY))]
+        self.assertEqual([o.outcome for o in outcomes], [scoring.CHECK_CLEAN] * 2)
+        r = scoring.confirm_correctness(self.task, CORRECT, outcomes, REPRODUCE)
+        self.assertEqual((r.status, r.score), (scoring.PASSED, 4))
+        self.assertEqual(r.summary, "correct, confirmed by memcheck and racecheck")
+        self.assertEqual(r.details, "")
+        self.assertEqual(r.extra_data["sanitizer_check"]["status"], "confirmed")
+
+    def test_a_check_out_of_time_leaves_the_pass_standing_and_says_so(self):
+        timed_out = self.outcome("memcheck", PhaseResult(timed_out=True, timeout_s=140.0), limit=140.0)
+        self.assertEqual(timed_out.outcome, scoring.CHECK_TIMED_OUT)
+        r = scoring.confirm_correctness(self.task, CORRECT, [timed_out], REPRODUCE)
+        self.assertEqual((r.status, r.score), (scoring.PASSED, 4))
+        self.assertEqual(r.summary, "correct; not confirmed: memcheck did not finish within 140 s")
+        self.assertIn("stopped at its time limit of 140 s", r.details)
+        self.assertIn("The pass stands", r.details)
+        self.assertIn(REPRODUCE, r.details)
+        self.assertEqual(r.extra_data["sanitizer_check"]["status"], "not confirmed")
+
+    def test_a_run_that_went_wrong_without_a_finding_is_not_confirmed_but_not_failed(self):
+        failed_test = passing(returncode=42)
+        failed_test.records.append({"event": "end", "test": "t", "tags": ["task_2"], "outcome": "failed",
+                                    "messages": ["3 of 100 elements are wrong"], "metrics": {}})
+        crashed = PhaseResult(unfinished_test="test of task 2", returncode=-11)
+        ended_early = PhaseResult(authenticated=True, returncode=0)  # e.g. the sanitizer could not start it
+        no_key = PhaseResult(authenticated=True, forged_lines=3, key_problem="the pipe was empty", run_completed=True)
+        skipped = passing()
+        skipped.records.append({"event": "end", "test": "t", "tags": ["task_2"], "outcome": "skipped",
+                                "messages": [], "metrics": {}})
+        for result, short in [(failed_test, "a test failed under memcheck"),
+                              (crashed, "memcheck did not finish its run (killed by SIGSEGV)"),
+                              (ended_early, "memcheck did not finish its run (exit status 0)"),
+                              (no_key, "the grader program found no key under memcheck"),
+                              (skipped, "no test of the task passed under memcheck"),
+                              (passing(1), "no test of the task passed under memcheck")]:  # another task's only
+            outcome = self.outcome("memcheck", result)
+            self.assertEqual((outcome.outcome, outcome.short), (scoring.CHECK_NOT_FINISHED, short))
+            r = scoring.confirm_correctness(self.task, CORRECT, [self.outcome("racecheck", passing(2)), outcome],
+                                            REPRODUCE)
+            self.assertEqual((r.status, r.score), (scoring.PASSED, 4))
+            self.assertEqual(r.summary, f"correct, confirmed by racecheck; not confirmed: {short}")
+            self.assertEqual(r.extra_data["sanitizer_check"]["status"], "partly confirmed")
+        self.assertIn("3 of 100 elements are wrong", self.outcome("memcheck", failed_test).facts)
+
+    def test_a_forged_report_under_the_sanitizer_is_tampering(self):
+        forged = passing(2, authenticated=True, forged_lines=1, first_forged='{"event": "end"}')
+        outcome = self.outcome("memcheck", forged)
+        self.assertEqual(outcome.outcome, scoring.CHECK_TAMPERED)
+        r = scoring.confirm_correctness(self.task, CORRECT, [outcome], REPRODUCE)
+        self.assertEqual((r.status, r.score), (scoring.TAMPERED, 0))
+        self.assertTrue(r.summary.startswith("under memcheck: the report file holds 1 line"))
+
+
+# ---- The driver's flow ----
+
+class Runs:
+    """Stands in for runner.run_phase: records each call and answers with what `behave` says."""
+
+    def __init__(self, behave):
+        self.behave, self.calls = behave, []
+
+    def __call__(self, program, spec, *, seed, timeout_s, env, sanitizer=None, sanitizer_tool=None):
+        tasks = [int(n) for n in re.findall(r"\[task_(\d+)\]", spec)]
+        call = {"spec": spec, "tasks": tasks, "tool": sanitizer_tool, "prefix": list(sanitizer or []),
+                "timeout_s": timeout_s, "env": dict(env), "perf": "~[perf]" not in spec}
+        self.calls.append(call)
+        result = self.behave(call) or passing(*tasks)
+        result.timeout_s = timeout_s
+        if sanitizer and result.sanitizer_tool is None:
+            result.sanitizer_tool = sanitizer_tool
+        return result
+
+    def checks(self):
+        """The check's processes: (tool, tasks)."""
+        return [(c["tool"], c["tasks"]) for c in self.calls if c["tool"] and not c["perf"]]
+
+
+def correctness_of(call, failing=()):
+    """The plain correctness runs: 2 s each, those in `failing` with a wrong element."""
+    result = passing(elapsed_s=2.0)
+    for task_id in call["tasks"]:
+        outcome = "failed" if task_id in failing else "passed"
+        result.records.append({"event": "end", "test": "t", "tags": [f"task_{task_id}"], "outcome": outcome,
+                               "messages": ["1 of 10 elements are wrong"] if task_id in failing else [],
+                               "metrics": {}})
+    return result
+
+
+class DriverFlowTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = Path(self.tmp.name)
+        (self.dir / "empty").mkdir()
+        self.sanitizer = executable(self.dir / "compute-sanitizer")
+        self.env = mock.patch.dict(os.environ, {gpu_lock.LOCK_DIR_ENV: self.tmp.name,
+                                                "PATH": str(self.dir / "empty")})
+        self.env.start()
+
+    def tearDown(self):
+        self.env.stop()
+        self.tmp.cleanup()
+
+    def grade(self, behave, index=None, **options):
+        args = Namespace(**{"sanitize": False, "no_timing": False, "timeout": None, "no_sanitizer_check": False,
+                            "tree": "exercises", **options})
+        grader = cli.Grader(args, {"compute_sanitizer": self.sanitizer} if index is None else index, None,
+                            {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0}, seed=7, tree="t")
+        self.runs = Runs(behave)
+        with mock.patch.object(cli, "run_phase", self.runs), contextlib.redirect_stdout(io.StringIO()) as out:
+            result = grader.grade_lesson(the_lesson(), "grade_04_reduction__exercises")
+        self.output = out.getvalue()
+        self.run = scoring.GradeRun("exercises", 7, {}, [result], notes=grader.notes)
+        return result
+
+    @staticmethod
+    def perf(call):
+        return passing(*call["tasks"], elapsed_s=3.0) if call["perf"] else None
+
+    def verdicts(self, result):
+        return {t.task.id: t.correctness for t in result.tasks}
+
+    def test_only_passes_are_checked_one_process_per_tool_for_the_tasks_that_name_it(self):
+        def behave(call):
+            if call["perf"]:
+                result = passing(*call["tasks"], elapsed_s=3.0)
+                result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
+                return result
+            return correctness_of(call, failing={2}) if not call["tool"] else passing(*call["tasks"], elapsed_s=5.0)
+        result = self.grade(behave)
+        self.assertEqual(self.runs.checks(), [("memcheck", [1, 3]), ("racecheck", [1])])
+        memcheck = next(c for c in self.runs.calls if c["tool"] == "memcheck")
+        self.assertEqual(memcheck["spec"], "[task_1]~[perf],[task_3]~[perf]")
+        self.assertEqual(memcheck["prefix"][:3], [self.sanitizer, "--tool", "memcheck"])
+        self.assertIn("--track-stream-ordered-races all", " ".join(memcheck["prefix"]))
+        self.assertIn("--report-api-errors no", " ".join(memcheck["prefix"]))
+        self.assertEqual(memcheck["env"].get("WORKBOOK_SANITIZE"), "1")  # small sizes, no guards
+        self.assertEqual(memcheck["timeout_s"], 60 + 20 * (2.0 + 2.0))  # its own limit, from the plain runs
+        plain = [c for c in self.runs.calls if not c["tool"] and not c["perf"]]
+        self.assertEqual(len(plain), 3)
+        self.assertTrue(all("WORKBOOK_SANITIZE" not in c["env"] for c in plain))
+        verdicts = self.verdicts(result)
+        self.assertEqual(verdicts[1].summary, "correct, confirmed by memcheck and racecheck")
+        self.assertEqual(verdicts[3].summary, "correct, confirmed by memcheck")
+        self.assertEqual((verdicts[2].status, verdicts[2].summary), (scoring.FAILED, "1 of 10 elements are wrong"))
+        self.assertNotIn("sanitizer_check", verdicts[2].extra_data)
+        # The check comes after every task's correctness and before any timing.
+        kinds = ["perf" if c["perf"] else ("check" if c["tool"] else "plain") for c in self.runs.calls]
+        self.assertEqual(kinds, ["plain", "plain", "plain", "check", "check"])  # task 2 failed: nothing timed
+        self.assertIn("04_reduction passes under compute-sanitizer: memcheck clean (5 s); racecheck clean (5 s)",
+                      self.output)
+
+    def test_a_finding_fails_its_task_only_and_its_performance_is_not_timed(self):
+        def behave(call):
+            if call["perf"]:
+                return passing(*call["tasks"], elapsed_s=3.0)
+            if not call["tool"]:
+                return correctness_of(call)
+            if call["tool"] == "memcheck" and 2 in call["tasks"]:  # task 2's tests read freed memory
+                return sanitized(passing(*call["tasks"], returncode=86, elapsed_s=6.0), MEMCHECK_STREAM_ORDERED)
+            return passing(*call["tasks"], elapsed_s=4.0)
+        result = self.grade(behave)
+        # Found in the process of all three, so each task was run alone before any was blamed.
+        self.assertEqual(self.runs.checks(), [("memcheck", [1, 2, 3]), ("memcheck", [1]), ("memcheck", [2]),
+                                              ("memcheck", [3]), ("racecheck", [1])])
+        verdicts = self.verdicts(result)
+        self.assertEqual((verdicts[2].status, verdicts[2].score), (scoring.FAILED, 0))
+        self.assertEqual(verdicts[2].summary,
+                         "memcheck: Invalid __global__ read of size 4 bytes in smooth_kernel (kernels.cu:27)")
+        self.assertIn("Reproduce: ./grade --sanitize --seed 7 04.2", verdicts[2].details)
+        self.assertEqual(verdicts[1].summary, "correct, confirmed by memcheck and racecheck")
+        self.assertEqual(verdicts[3].summary, "correct, confirmed by memcheck")
+        self.assertEqual(result.tasks[1].performance.status, scoring.NOT_RUN)
+        self.assertFalse([c for c in self.runs.calls if c["perf"]])
+        self.assertIn("memcheck found errors, task by task: task 1 clean, task 2 FOUND ERRORS, task 3 clean",
+                      self.output)
+        self.assertIn("04_reduction task 2: correctness FAILED (memcheck: Invalid __global__ read", self.output)
+        self.assertEqual(result.score, 4 + 3)
+        # The scoreboard, results.json and junit.xml carry the verdict.
+        board = format_scoreboard(self.run)
+        self.assertIn("04_reduction · Task 2 · correctness: FAILED", board)
+        self.assertIn("at <unnamed>::smooth_kernel(", board)
+        test = next(t for t in gradescope_results(self.run)["tests"] if t["number"] == "4.2")
+        self.assertEqual(test["extra_data"]["sanitizer_check"]["first_report"]["kind"],
+                         "Invalid __global__ read of size 4 bytes")
+        self.assertIn("memcheck: Invalid __global__ read", junit_xml(self.run))
+
+    def test_a_check_out_of_time_fails_nothing_and_is_not_run_again(self):
+        def behave(call):
+            if call["perf"]:
+                result = passing(*call["tasks"], elapsed_s=3.0)
+                result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
+                return result
+            if not call["tool"]:
+                return correctness_of(call)
+            if call["tool"] == "memcheck":
+                return PhaseResult(timed_out=True, returncode=-9, elapsed_s=call["timeout_s"])
+            return None
+        result = self.grade(behave)
+        self.assertEqual(self.runs.checks(), [("memcheck", [1, 2, 3]), ("racecheck", [1])])
+        verdicts = self.verdicts(result)
+        limit = 60 + 20 * 6.0
+        self.assertEqual([v.status for v in verdicts.values()], [scoring.PASSED] * 3)
+        self.assertEqual(verdicts[2].summary, f"correct; not confirmed: memcheck did not finish within {limit:.0f} s")
+        self.assertEqual(verdicts[1].summary, "correct, confirmed by racecheck; not confirmed: memcheck did not "
+                                              f"finish within {limit:.0f} s")
+        self.assertEqual(result.tasks[1].performance.status, scoring.PASSED)  # timed as usual
+        self.assertIn(f"memcheck did not finish within {limit:.0f} s", self.output)
+        board = format_scoreboard(self.run)
+        self.assertIn("04_reduction · Task 2 · correctness: passed, not confirmed under compute-sanitizer", board)
+        self.assertEqual(self.run.all_passed, True)
+        self.assertIn("correct; not confirmed: memcheck did not finish", junit_xml(self.run))
+
+    def test_a_crash_under_the_sanitizer_is_run_again_task_by_task(self):
+        def behave(call):
+            if call["perf"]:
+                return passing(*call["tasks"], elapsed_s=3.0)
+            if not call["tool"]:
+                return correctness_of(call, failing={1})
+            if call["tasks"] == [2, 3]:
+                return PhaseResult(unfinished_test="test of task 2", returncode=-6, elapsed_s=5.0)
+            return None
+        result = self.grade(behave, no_timing=True)
+        self.assertEqual(self.runs.checks(), [("memcheck", [2, 3]), ("memcheck", [2]), ("memcheck", [3])])
+        self.assertEqual([v.summary for v in self.verdicts(result).values()][1:],
+                         ["correct, confirmed by memcheck"] * 2)
+
+    def test_without_compute_sanitizer_one_line_says_so_and_nothing_fails(self):
+        result = self.grade(lambda call: correctness_of(call) if not call["perf"] else None,
+                            index={"compute_sanitizer": ""}, no_timing=True)
+        self.assertEqual(self.runs.checks(), [])
+        self.assertEqual(self.run.notes, ["Passes not checked under compute-sanitizer: the build found none beside "
+                                          "nvcc, and there is none on PATH."])
+        self.assertEqual([v.summary for v in self.verdicts(result).values()], ["correct"] * 3)
+        board = format_scoreboard(self.run).splitlines()
+        self.assertEqual(board[2], self.run.notes[0])  # under the header and the GPU's line
+        self.assertEqual(sum("compute-sanitizer" in line for line in board), 1)
+        self.assertIn(self.run.notes[0], gradescope_results(self.run)["output"])
+
+    def test_asked_off_it_does_not_run(self):
+        result = self.grade(lambda call: correctness_of(call) if not call["perf"] else None,
+                            no_sanitizer_check=True, no_timing=True)
+        self.assertEqual(self.runs.checks(), [])
+        self.assertEqual(self.run.notes, ["Passes not checked under compute-sanitizer (--no-sanitizer-check)."])
+        self.assertEqual([v.summary for v in self.verdicts(result).values()], ["correct"] * 3)
+
+    def test_under_sanitize_each_task_runs_its_own_tools_and_there_is_no_check_after(self):
+        self.grade(lambda call: passing(*call["tasks"]), sanitize=True)
+        self.assertEqual([(c["tool"], c["tasks"]) for c in self.runs.calls],
+                         [("memcheck", [1]), ("racecheck", [1]), ("memcheck", [2]), ("memcheck", [3])])
+        memcheck = self.runs.calls[0]["prefix"]
+        self.assertIn("--track-stream-ordered-races all", " ".join(memcheck))  # it reproduces what the check saw
+        self.assertEqual(self.run.notes, [])
+
+    def test_each_phase_s_wall_time_is_recorded(self):
+        def behave(call):
+            if call["perf"]:
+                result = passing(*call["tasks"], elapsed_s=3.0)
+                result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
+                return result
+            return correctness_of(call) if not call["tool"] else passing(*call["tasks"], elapsed_s=5.0)
+        result = self.grade(behave)
+        wall = result.wall_s
+        self.assertEqual((wall["correctness"], wall["sanitizer_check"], wall["performance"], wall["reference"]),
+                         (6.0, 10.0, 3.0, 0.0))
+        self.assertGreaterEqual(wall["total"], 0.0)
+        results = json.loads(json.dumps(gradescope_results(self.run)))
+        self.assertEqual(results["extra_data"]["wall_s"]["04_reduction"]["sanitizer_check"], 10.0)
+        runs = next(t for t in results["tests"] if t["number"] == "4.1")["extra_data"]["sanitizer_check"]["runs"]
+        self.assertEqual([(r["tool"], r["tasks"], r["wall_s"]) for r in runs],
+                         [("memcheck", [1, 2, 3], 5.0), ("racecheck", [1], 5.0)])
+
+
+# A grader program and a compute-sanitizer that stand in for the real ones, run by the real runner:
+# the report's key must get through the sanitizer to the program, the spec must select the tasks,
+# and the sanitizer's output must reach the verdict.
+STAND_IN_PROGRAM = SIGNING_PROGRAM + """
+import re
+spec = sys.argv[1]
+tasks = re.findall(r'\\[task_(\\d+)\\]', spec)
+for task in tasks:
+    emit(event='start', test='test of task ' + task, tags=['task_' + task])
+    emit(event='end', test='test of task ' + task, tags=['task_' + task], outcome='passed',
+         metrics={'sanitize_mode': float(os.environ.get('WORKBOOK_SANITIZE') == '1')})
+emit(event='run_end', test_cases=len(tasks))
+"""
+STAND_IN_SANITIZER = """#!/usr/bin/env python3
+import subprocess, sys
+args = sys.argv[1:]
+options = []
+while args and args[0].startswith('--'):
+    options.append(args[0] + ' ' + args[1])
+    args = args[2:]
+print('========= COMPUTE-SANITIZER', flush=True)
+status = subprocess.call(args, close_fds=False)
+if '--tool memcheck' in options and '[task_2]' in args[1]:
+    print(%r, flush=True)
+    sys.exit(86)
+print('========= ERROR SUMMARY: 0 errors', flush=True)
+sys.exit(status)
+""" % MEMCHECK_STREAM_ORDERED
+
+
+class StandInProcessesTest(unittest.TestCase):
+    def test_the_check_through_the_real_runner(self):
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.dict(os.environ, {gpu_lock.LOCK_DIR_ENV: tmp, "PATH": os.environ.get("PATH", "")}):
+            program = Path(tmp) / "grade_04_reduction__exercises"
+            program.write_text(STAND_IN_PROGRAM)
+            program.chmod(program.stat().st_mode | stat.S_IXUSR)
+            tool = Path(tmp) / "compute-sanitizer"
+            tool.write_text(STAND_IN_SANITIZER)
+            tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+            args = Namespace(sanitize=False, no_timing=True, timeout=None, no_sanitizer_check=False, tree="exercises")
+            grader = cli.Grader(args, {"compute_sanitizer": str(tool)}, None, {"uuid": None}, seed=3, tree="t")
+            with contextlib.redirect_stdout(io.StringIO()):
+                result = grader.grade_lesson(the_lesson(), str(program))
+        verdicts = {t.task.id: t.correctness for t in result.tasks}
+        self.assertEqual(verdicts[1].summary, "correct, confirmed by memcheck and racecheck")
+        self.assertEqual(verdicts[1].metrics, {"sanitize_mode": 0.0})  # the graded run's, at full sizes
+        self.assertEqual(verdicts[3].summary, "correct, confirmed by memcheck")
+        self.assertEqual((verdicts[2].status, verdicts[2].summary),
+                         (scoring.FAILED, "memcheck: Invalid __global__ read of size 4 bytes in smooth_kernel "
+                                          "(kernels.cu:27)"))
+        runs = verdicts[2].extra_data["sanitizer_check"]["runs"]
+        self.assertEqual([(r["tool"], r["tasks"], r["outcome"]) for r in runs], [("memcheck", [2], "finding")])
+        self.assertGreater(result.wall_s["sanitizer_check"], 0.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
