@@ -155,10 +155,10 @@ std::string kernel_short_name(const std::string& mangled, std::string* signature
 [[noreturn]] void wrote_nothing(const std::string& what, const std::optional<Trace>& trace);
 
 /// The CUPTI activity record structs the tracer reads each record as. They are chosen when
-/// tracer.cpp is compiled, by the CUPTI_API_VERSION of its cupti.h: CUDA 13's CUPTI (130000
-/// and up) takes CUpti_ActivityKernel10 and CUpti_ActivityMemcpy6, CUDA 12's (22 in 12.4 to
-/// 28 in 12.9) CUpti_ActivityKernel9 and CUpti_ActivityMemcpy5. grader_support_tests checks
-/// that every field the tracer reads sits where the header's documented struct has it.
+/// tracer.cpp is compiled, by the CUPTI_API_VERSION of its cupti.h: with CUDA 13's CUPTI
+/// (130000 and up) CUpti_ActivityKernel10 and CUpti_ActivityMemcpy6, with CUDA 12's (22 in
+/// 12.4 to 28 in 12.9) CUpti_ActivityKernel9 and CUpti_ActivityMemcpy5. grader_support_tests
+/// checks that every field the tracer reads sits where the header's documented struct has it.
 struct CuptiRecords {
   std::uint32_t api_version = 0;   ///< CUPTI_API_VERSION of the cupti.h tracer.cpp was compiled with
   const char* kernel_record = "";  ///< read for CUPTI_ACTIVITY_KIND_(CONCURRENT_)KERNEL: "CUpti_ActivityKernel10"
