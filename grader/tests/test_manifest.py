@@ -93,11 +93,16 @@ class ManifestTest(unittest.TestCase):
     def test_the_real_manifest_checks_shared_memory_and_warp_code_for_races(self):
         real = {(l.slug[:2], t.id): t.sanitizers for l in load_manifest(ROOT / "lessons" / "manifest.json")
                 for t in l.tasks}
-        shared_memory = {("03", 2), ("03", 4), ("04", 1), ("04", 2), ("04", 4)}
+        # Lesson 03's tiles have no warp-level code and their barriers are all at block level, so
+        # synccheck is left out there: it added 0.6 s to a check that had to stay within half
+        # again of the lesson's grading time (10.3 s, H100, November 2026).
+        shared_memory = {("03", 2): ["memcheck", "racecheck"], ("03", 4): ["memcheck", "racecheck"],
+                         ("04", 1): ["memcheck", "racecheck", "synccheck"],
+                         ("04", 2): ["memcheck", "racecheck", "synccheck"],
+                         ("04", 4): ["memcheck", "racecheck", "synccheck"]}
         for key, tools in real.items():
             self.assertEqual(tools[0], "memcheck", key)
-            self.assertEqual(tools, ["memcheck", "racecheck", "synccheck"] if key in shared_memory else ["memcheck"],
-                             key)
+            self.assertEqual(tools, shared_memory.get(key, ["memcheck"]), key)
 
     def test_the_real_manifest_is_valid_and_matches_the_trees(self):
         lessons = load_manifest(ROOT / "lessons" / "manifest.json")
