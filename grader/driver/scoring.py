@@ -274,6 +274,24 @@ def _tampering(phase: PhaseResult) -> Optional[ComponentResult]:
     return None
 
 
+def _crash_site(phase: PhaseResult, code: str) -> str:
+    """Which call crashed, as far as the run shows it: the test, the values it had captured
+    (n := 1000, the block), and the grader's last wait for the GPU that never returned, during
+    which the error surfaced. Facts only; empty when the run shows none of them."""
+    lines = []
+    crashed = next((r for r in phase.records if code in "\n".join(r.get("messages", []))), None)
+    test = (crashed or {}).get("test") or phase.unfinished_test
+    if test:
+        lines.append(f'It happened in the test "{test}"')
+    captured = [line.strip() for m in (crashed or {}).get("messages", []) for line in m.splitlines()
+                if " := " in line]
+    if captured:
+        lines.append("with " + ", ".join(captured))
+    if phase.open_wait and phase.open_wait[0]:
+        lines.append(f"while the grader waited for the GPU after: {phase.open_wait[0]}")
+    return (" " + " ".join(lines) + ".") if lines else ""
+
+
 def _crash(phase: PhaseResult, lesson_slug: str) -> Optional[ComponentResult]:
     """A crash or a hang, if the phase had one; None when the program ran to the end."""
     tampered = _tampering(phase)
@@ -293,8 +311,8 @@ def _crash(phase: PhaseResult, lesson_slug: str) -> Optional[ComponentResult]:
                       f"\nRun ./grade --sanitize {lesson_slug[:2]} to find the source line.")
             return ComponentResult("", CRASHED, 0, 0,
                                    f"crashed: {_CRASH_ERRORS[code]} ({code})",
-                                   f"A kernel crashed with {code}. Nothing after it can run in that process."
-                                   + advice)
+                                   f"A kernel crashed with {code}." + _crash_site(phase, code) +
+                                   " Nothing after it can run in that process." + advice)
     if phase.fatal_signal or phase.killed_by or phase.unfinished_test:
         cause = phase.fatal_signal or (f"killed by {phase.killed_by}" if phase.killed_by else "it stopped early")
         tail = "\n".join(phase.output_tail.splitlines()[-8:])

@@ -140,6 +140,20 @@ class CorrectnessTest(unittest.TestCase):
             self.assertEqual((r.status, r.score), (scoring.FAILED, 0))
             self.assertIn("no test ran", r.summary)
 
+    def test_a_crash_names_the_call_that_crashed(self):
+        thrown = ["n := 1000", "block := 256",
+                  "threw: CUDA error cudaErrorIllegalAddress (an illegal memory access was encountered)"]
+        record = phase(("passed", [], {}), ("failed", thrown, {}), open_wait=("vector_add, n = 1000, block 256", 1.5))
+        record.records[1]["test"] = "Task 1: vector_add is correct for every size and block size"
+        r = self.judge(record)
+        self.assertEqual((r.status, r.score), (scoring.CRASHED, 0))
+        self.assertIn('in the test "Task 1: vector_add is correct for every size and block size"', r.details)
+        self.assertIn("with n := 1000, block := 256", r.details)
+        self.assertIn("after: vector_add, n = 1000, block 256", r.details)
+        # Nothing known, nothing claimed.
+        bare = self.judge(phase(("failed", ["threw: cudaErrorIllegalAddress"], {})))
+        self.assertEqual(bare.details.split(".")[0], "A kernel crashed with cudaErrorIllegalAddress")
+
     def test_a_timeout_names_the_test_that_hung(self):
         r = self.judge(phase(timed_out=True, timeout_s=30, unfinished_test="Task 1: correct"))
         self.assertEqual((r.status, r.score), (scoring.TIMED_OUT, 0))
