@@ -6,10 +6,11 @@ hint its id, the lessons and tasks whose verdicts can carry it, claim, evidence,
 line for students. This tool renders the blocks between "<!-- hints: ... -->" markers in
 grader/README.md (section "Hints: claims backed by evidence": the whole catalogue, one row per hint,
 anchored "hint-<id>") and in each lesson's README.md (section "When the grader says no": the lesson's
-ids, one line per task, each linked to its row; the lesson keeps an index, the catalogue the text). It
-checks the registry first: ids, lesson slugs and task numbers (lessons/manifest.json) and the shape of
-every entry. The grader's C++ reads the same file (grader/CMakeLists.txt generates
-grader::HintId from it); grader/tests/test_hints.py checks it against the sources and the variants.
+ids, a line per task and one for those any task can print, each linked to its row; the lesson keeps
+an index, the catalogue the text). It checks the registry first: ids, lesson slugs and task numbers
+(lessons/manifest.json) and the shape of every entry. The grader's C++ reads the same file
+(grader/CMakeLists.txt generates grader::HintId from it); grader/tests/test_hints.py checks it against
+the sources and the variants.
 """
 import argparse
 import json
@@ -107,18 +108,21 @@ def catalogue(hints: List[Dict]) -> str:
 
 
 def lesson_list(hints: List[Dict], slug: str) -> str:
-    """The block for a lesson's "When the grader says no": per task, the ids its verdicts can carry, each linked to
-    its row in the catalogue; then the driver's, which any task can carry."""
+    """The block for a lesson's "When the grader says no": per task, the ids only some of its tasks' verdicts can
+    carry, each linked to its row in the catalogue; then, once, those every task can carry (the driver's among them)."""
     def links(chosen: List[Dict]) -> str:
         return ", ".join(f"[`{h['id']}`]({CATALOGUE_LINK}#{anchor(h['id'])})" for h in chosen)
 
+    tasks = lesson_tasks()[slug]
+    own = [h for h in hints if h["lessons"] != "all" and slug in h["lessons"]]
+    everywhere = [h for h in own if set(h["lessons"][slug]) >= set(tasks)] + [h for h in hints if h["lessons"] == "all"]
     lines = ["A `Hint [id]` line names a cause only when the grader's evidence shows it. Each id links to its row",
              f"in [grader/README.md]({CATALOGUE_LINK}#{CATALOGUE_ANCHOR}): the cause, the evidence, what to do.", ""]
-    for number in lesson_tasks()[slug]:
-        chosen = [h for h in hints if h["lessons"] != "all" and number in h["lessons"].get(slug, [])]
+    for number in tasks:
+        chosen = [h for h in own if number in h["lessons"][slug] and h not in everywhere]
         if chosen:
             lines.append(f"- Task {number}: {links(chosen)}.")
-    lines.append(f"- Any task: {links([h for h in hints if h['lessons'] == 'all'])}.")
+    lines.append(f"- Any task: {links(everywhere)}.")
     return "\n".join(lines)
 
 
