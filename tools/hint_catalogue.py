@@ -2,12 +2,15 @@
 """Writes the hint catalogue in grader/README.md and each lesson's list of hints from grader/hints.json.
 
 grader/hints.json is the one registry of the grader's evidence-backed hints ("Hint [id]: ..."): per
-hint its id, lessons, claim, evidence, broken variants and a line for students. This tool renders
-the blocks between "<!-- hints: ... -->" markers in grader/README.md (section "Hints: claims backed by
-evidence": the whole catalogue) and in each lesson's README.md (section "When the grader says no":
-the lesson's ids, one line each). It checks the registry first: ids, lesson slugs (lessons/manifest.json)
-and the shape of every entry. The grader's C++ reads the same file (grader/CMakeLists.txt generates
-grader::HintId from it); grader/tests/test_hints.py checks it against the sources and the variants.
+hint its id, the lessons and tasks whose verdicts can carry it, claim, evidence, broken variants and a
+line for students. This tool renders the blocks between "<!-- hints: ... -->" markers in
+grader/README.md (section "Hints: claims backed by evidence": the whole catalogue, one row per hint,
+anchored "hint-<id>") and in each lesson's README.md (section "When the grader says no": the lesson's
+ids, a line per task and one for those any task can print, each linked to its row; the lesson keeps
+an index, the catalogue the text). It checks the registry first: ids, lesson slugs and task numbers
+(lessons/manifest.json) and the shape of every entry. The grader's C++ reads the same file
+(grader/CMakeLists.txt generates grader::HintId from it); grader/tests/test_hints.py checks it against
+the sources and the variants.
 """
 import argparse
 import json
@@ -21,6 +24,7 @@ REGISTRY = ROOT / "grader" / "hints.json"
 MANIFEST = ROOT / "lessons" / "manifest.json"
 CATALOGUE_DOC = ROOT / "grader" / "README.md"
 CATALOGUE_ANCHOR = "hints-claims-backed-by-evidence"  # the heading "### Hints: claims backed by evidence"
+CATALOGUE_LINK = "../../grader/README.md"  # from lessons/<slug>/README.md
 BEGIN = "<!-- hints: generated from grader/hints.json by tools/hint_catalogue.py -->"
 END = "<!-- hints: end -->"
 # Ids are printed as "Hint [id]" and become C++ enumerators with '-' read as '_': lower case, digits, dashes.
@@ -33,14 +37,20 @@ class RegistryError(Exception):
     pass
 
 
+def lesson_tasks() -> Dict[str, List[int]]:
+    """Each lesson's slug and its task numbers, in the manifest's order."""
+    return {lesson["slug"]: [int(task["id"]) for task in lesson["tasks"]]
+            for lesson in json.loads(MANIFEST.read_text())["lessons"]}
+
+
 def lesson_slugs() -> List[str]:
-    return [lesson["slug"] for lesson in json.loads(MANIFEST.read_text())["lessons"]]
+    return list(lesson_tasks())
 
 
 def load(path: Path = REGISTRY) -> List[Dict]:
     """The registry's hints, in its order, after checking each entry's shape."""
     hints = json.loads(path.read_text())["hints"]
-    slugs = set(lesson_slugs())
+    tasks = lesson_tasks()
     seen = set()
     for i, h in enumerate(hints):
         where = f"{path.relative_to(ROOT)}: hint {h.get('id', '#' + str(i))}"
@@ -51,9 +61,13 @@ def load(path: Path = REGISTRY) -> List[Dict]:
         if h["id"] in seen:
             raise RegistryError(f"{where} appears twice")
         seen.add(h["id"])
-        if h["lessons"] != "all" and (not isinstance(h["lessons"], list) or not h["lessons"]
-                                      or not set(h["lessons"]) <= slugs):
-            raise RegistryError(f"{where}: lessons is \"all\" or a list of lesson slugs from lessons/manifest.json")
+        if h["lessons"] != "all" and (
+                not isinstance(h["lessons"], dict) or not h["lessons"]
+                or not all(slug in tasks and isinstance(numbers, list) and numbers and numbers == sorted(set(numbers))
+                           and all(isinstance(n, int) and n in tasks[slug] for n in numbers)
+                           for slug, numbers in h["lessons"].items())):
+            raise RegistryError(f"{where}: lessons is \"all\" or an object from lesson slugs to the numbers of their "
+                                f"tasks that can print it (ascending), as lessons/manifest.json names them")
         if not isinstance(h["variants"], list) or not h["variants"]:
             raise RegistryError(f"{where}: every hint has a broken variant that triggers it")
         for field in ("claim", "evidence", "text"):
@@ -68,24 +82,47 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def anchor(hint_id: str) -> str:
+    """The anchor of a hint's row in the catalogue."""
+    return f"hint-{hint_id}"
+
+
+def where_printed(h: Dict) -> str:
+    """A catalogue cell: "any", or each lesson's number with its tasks, "04: 2, 4"."""
+    if h["lessons"] == "all":
+        return "any"
+    return "; ".join(f"{slug.split('_', 1)[0]}: {', '.join(map(str, numbers))}"
+                     for slug, numbers in h["lessons"].items())
+
+
 def catalogue(hints: List[Dict]) -> str:
-    """The table for grader/README.md: every hint, what it claims and on what evidence."""
-    rows = ["| id | lessons | claims | only when | variants |", "| --- | --- | --- | --- | --- |"]
+    """The table for grader/README.md: every hint, where it can appear, what it claims, on what evidence, and its
+    line for students."""
+    rows = ["| id | lessons: tasks | claims | only when | tells students | variants |",
+            "| --- | --- | --- | --- | --- | --- |"]
     for h in hints:
-        lessons = "any" if h["lessons"] == "all" else ", ".join(slug.split("_", 1)[0] for slug in h["lessons"])
         variants = ", ".join(f"`{v}`" for v in h["variants"])
-        rows.append(f"| `{h['id']}` | {lessons} | {cell(h['claim'])} | {cell(h['evidence'])} | {variants} |")
+        rows.append(f"| <a id=\"{anchor(h['id'])}\"></a>`{h['id']}` | {where_printed(h)} | {cell(h['claim'])} | "
+                    f"{cell(h['evidence'])} | {cell(h['text'])} | {variants} |")
     return "\n".join(rows)
 
 
 def lesson_list(hints: List[Dict], slug: str) -> str:
-    """The block for a lesson's "When the grader says no": its hints, one line each."""
-    lines = ["A `Hint [id]` line names a cause only when the grader's evidence shows it;",
-             f"[grader/README.md](../../grader/README.md#{CATALOGUE_ANCHOR}) says what each one checked.", ""]
+    """The block for a lesson's "When the grader says no": per task, the ids only some of its tasks' verdicts can
+    carry, each linked to its row in the catalogue; then, once, those every task can carry (the driver's among them)."""
+    def links(chosen: List[Dict]) -> str:
+        return ", ".join(f"[`{h['id']}`]({CATALOGUE_LINK}#{anchor(h['id'])})" for h in chosen)
+
+    tasks = lesson_tasks()[slug]
     own = [h for h in hints if h["lessons"] != "all" and slug in h["lessons"]]
-    everywhere = [h for h in hints if h["lessons"] == "all"]
-    lines += [f"- `{h['id']}`: {h['text']}" for h in own]
-    lines += [f"- `{h['id']}` (any lesson): {h['text']}" for h in everywhere]
+    everywhere = [h for h in own if set(h["lessons"][slug]) >= set(tasks)] + [h for h in hints if h["lessons"] == "all"]
+    lines = ["A `Hint [id]` line names a cause only when the grader's evidence shows it. Each id links to its row",
+             f"in [grader/README.md]({CATALOGUE_LINK}#{CATALOGUE_ANCHOR}): the cause, the evidence, what to do.", ""]
+    for number in tasks:
+        chosen = [h for h in own if number in h["lessons"][slug] and h not in everywhere]
+        if chosen:
+            lines.append(f"- Task {number}: {links(chosen)}.")
+    lines.append(f"- Any task: {links(everywhere)}.")
     return "\n".join(lines)
 
 

@@ -1,8 +1,8 @@
 """Every hint the grader can print is a claim backed by evidence, registered in grader/hints.json
-(its id, lessons, claim, evidence, variants and a line for students), and each has a broken variant
-in grader/tests/broken/ that triggers it (its expected.json lists the hint's id). The GPU end-to-end
-tests (check_grades.py) then show that each variant prints exactly the hints its expected.json
-lists, so a hint that fired where its cause is absent fails the suite.
+(its id, lessons and tasks, claim, evidence, variants and a line for students), and each has a
+broken variant in grader/tests/broken/ that triggers it (its expected.json lists the hint's id).
+The GPU end-to-end tests (check_grades.py) then show that each variant prints exactly the hints
+its expected.json lists, so a hint that fired where its cause is absent fails the suite.
 
 This host-only test keeps the registry, the sources and the variants in step. The compiler already
 refuses a C++ hint whose id the registry lacks (grader::HintId is generated from it); the driver's
@@ -43,23 +43,23 @@ def ids_in_sources() -> dict:
 
 
 def hints_in(expected: dict) -> dict:
-    """Hint id -> the lesson slugs whose verdicts in these expectations list it."""
+    """Hint id -> the (lesson slug, task number) pairs whose verdicts in these expectations list it."""
     ids = {}
     for slug, tasks in expected.items():
-        for kinds in tasks.values():
+        for task, kinds in tasks.items():
             for want in kinds.values():
                 if isinstance(want, dict):
                     for hint_id in want.get("hints", []):
-                        ids.setdefault(hint_id, set()).add(slug)
+                        ids.setdefault(hint_id, set()).add((slug, int(task)))
     return ids
 
 
 def expectations_of_variants() -> dict:
-    """Hint id -> {variant: the lesson slugs where it expects the hint}."""
+    """Hint id -> {variant: the (lesson slug, task number) pairs where it expects the hint}."""
     found = {}
     for path in sorted(BROKEN.glob("*/expected*.json")):
-        for hint_id, slugs in hints_in(json.loads(path.read_text())).items():
-            found.setdefault(hint_id, {}).setdefault(path.parent.name, set()).update(slugs)
+        for hint_id, where in hints_in(json.loads(path.read_text())).items():
+            found.setdefault(hint_id, {}).setdefault(path.parent.name, set()).update(where)
     return found
 
 
@@ -130,14 +130,16 @@ class RegistryAndVariantsTest(unittest.TestCase):
             self.assertEqual(sorted(hint["variants"]), sorted(expected.get(hint_id, {})),
                              f"{hint_id}: grader/hints.json's variants against the expected*.json that list it")
 
-    def test_a_hint_is_registered_for_the_lessons_its_variants_expect_it_in(self):
+    def test_a_hint_is_registered_for_the_lessons_and_tasks_its_variants_expect_it_in(self):
+        # The lesson lists group ids by task from the registry: a variant's task must be among them.
         hints = registry()
         for hint_id, variants in expectations_of_variants().items():
             if hint_id not in hints or hints[hint_id]["lessons"] == "all":
                 continue
-            for variant, slugs in variants.items():
-                self.assertLessEqual(slugs, set(hints[hint_id]["lessons"]),
-                                     f"{variant} expects {hint_id} in {sorted(slugs)}")
+            registered = {(slug, task) for slug, tasks in hints[hint_id]["lessons"].items() for task in tasks}
+            for variant, where in variants.items():
+                self.assertLessEqual(where, registered, f"{variant} expects {hint_id} in (lesson, task) "
+                                     f"{sorted(where - registered)}, which grader/hints.json does not list")
 
     def test_the_catch_all_expectations_list_no_hints(self):
         # Full marks and untouched skeletons never get a hint.
