@@ -18,6 +18,7 @@ _REASONS = [
     re.compile(r"needs a GPU: (?P<why>.+)"),
     re.compile(r"SKIPPED:\s*\n\s*explicitly with message:\s*\n\s*(?P<why>.+)"),
     re.compile(r"No GPU to run on: (?P<why>[^\n]+?)\.(?:\)|\s|$)"),  # ./grade, ./sweep, quoted in parentheses
+    re.compile(r"(?m)^skipped: (?P<why>[^\n]+)"),  # the project's check scripts (check_class.py: no Slurm)
 ]
 _GPU_WORDS = re.compile(r"GPU|CUDA|NVIDIA|driver|device", re.I)
 

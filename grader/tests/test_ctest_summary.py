@@ -46,6 +46,13 @@ class CtestSummaryTest(unittest.TestCase):
         self.assertIn("1 skipped: no reason printed (SKIP_RETURN_CODE=4)", lines[0])
         self.assertIn("1 of 2 tests skipped because they need an NVIDIA GPU", lines[1])
 
+    def test_a_check_script_states_its_own_reason(self):
+        slurm = ("skipped: sinfo failed: slurm_load_partitions: Unable to contact slurm controller (connect "
+                 "failure). CI starts a single-node cluster with tools/ci/slurm_single_node.sh start.\n")
+        lines = ctest_summary.summarize(junit(("a", True, EXAMPLE_SKIP), ("s", True, slurm))).splitlines()
+        self.assertIn("1 skipped: sinfo failed: slurm_load_partitions: Unable to contact slurm controller", lines[0])
+        self.assertIn("1 of 2 tests skipped because they need an NVIDIA GPU", lines[1])
+
     def test_nothing_skipped_says_so(self):
         self.assertIn("none of the 2 tests was skipped", ctest_summary.summarize(junit(("a", False, ""),
                                                                                        ("b", False, ""))))
