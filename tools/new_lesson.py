@@ -219,8 +219,8 @@ SOLUTION = """\
 // Lesson @NUMBER@: @TITLE@. Reference solution.
 //
 // (to write: the reference and why it is built this way.) The placeholder task's reference, written
-// by tools/new_lesson.py: a grid-stride loop over std::size_t indices on a grid of at most a few
-// waves, launched on the stream given, with no wait.
+// by tools/new_lesson.py: a grid-stride loop over std::size_t indices on a grid of at most 4096
+// blocks, launched on the stream given, with no wait.
 #include "@NAME@.hpp"
 
 #include "workbook/workbook.hpp"

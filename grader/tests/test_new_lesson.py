@@ -9,7 +9,9 @@ nvcc on PATH or /usr/local/cuda/bin; sm_75 only; no docs, no project tests; Ninj
 lesson's grader programs for exercises/ and solutions/, its worked example and the device query; the
 grader programs list the task's tests; and ./grade --no-build grades the exercises with every GPU
 hidden (CUDA_VISIBLE_DEVICES=-1), so on any machine it exits 3 and writes a results.json in which
-the task was not run for want of a GPU. About 20 s on 2 cores with CUDA 13.0 (November 2026), 16 s of
+the task was not run for want of a GPU. Where a GPU is visible (tools/gpu_check.sh runs ctest there),
+the copy's check_grades.py also grades the exercises ("not implemented yet"), the reference and the
+plain student (every point) for real. About 20 s on 2 cores with CUDA 13.0 (November 2026), 16 s of
 it the build (nvcc: the helper and support libraries, the grader programs); a machine without Catch2 3
 installed downloads it first, as the project's own build does.
 
@@ -37,6 +39,7 @@ TOOL = ROOT / "tools" / "new_lesson.py"
 SLUG, NAME, TITLE = "06_scaffold_check", "scaffold_check", "Scaffold check"
 TARGETS = (f"grade_{SLUG}__exercises", f"grade_{SLUG}__solutions", f"example_{SLUG}_{NAME}", "workbook_device_info")
 # Files other lessons share, in which adding a lesson may only add lines (hints.json: its three lines change).
+PLAIN = "grader/tests/students/plain"
 SHARED = ("lessons/manifest.json", "grader/tests/expected/exercises.json", "grader/tests/expected/solutions.json",
           "grader/tests/students/plain/expected.json", "grader/skeletons.json", "README.md")
 
@@ -122,7 +125,9 @@ class NewLessonTest(unittest.TestCase):
             configure = run(["cmake", "-S", str(self.root), "-B", str(self.root / "build"), "-G", "Ninja",
                              "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_CUDA_COMPILER={nvcc}",
                              "-DCMAKE_CUDA_ARCHITECTURES=75", "-DWORKBOOK_BUILD_DOCS=OFF",
-                             "-DWORKBOOK_BUILD_TESTS=OFF"], cwd=self.root)
+                             "-DWORKBOOK_BUILD_TESTS=OFF",
+                             # the plain student as the tree "submission", built only on a GPU (below)
+                             f"-DWORKBOOK_SUBMISSION_DIR={self.root / PLAIN}"], cwd=self.root)
             cls.times["configure"] = time.monotonic() - began
             if configure.returncode != 0:
                 cls.build = (configure.returncode, "cmake configure failed:\n" + configure.stdout[-6000:])
@@ -140,7 +145,7 @@ class NewLessonTest(unittest.TestCase):
     def test_the_lesson_has_its_files_in_every_tree(self):
         for relative in (f"lessons/{SLUG}/README.md", f"lessons/{SLUG}/{NAME}.hpp", f"lessons/{SLUG}/examples/{NAME}.cu",
                          f"exercises/{SLUG}/{NAME}.cu", f"solutions/{SLUG}/{NAME}.cu",
-                         f"grader/{SLUG}/{NAME}_test.cu", f"grader/tests/students/plain/{SLUG}/{NAME}.cu"):
+                         f"grader/{SLUG}/{NAME}_test.cu", f"{PLAIN}/{SLUG}/{NAME}.cu"):
             self.assertTrue(self.path(relative).is_file(), relative)
         self.assertIn("No benchmark was declared", self.tool.stdout)
 
@@ -209,7 +214,7 @@ class NewLessonTest(unittest.TestCase):
         self.assertEqual(recorded[SLUG]["1"]["function"], "scale")
         self.assertEqual(skeleton.state(recorded, self.path("exercises"), SLUG, 1), skeleton.UNTOUCHED)
         self.assertEqual(skeleton.state(recorded, self.path("solutions"), SLUG, 1), skeleton.CHANGED)
-        self.assertEqual(skeleton.state(recorded, self.path("grader/tests/students/plain"), SLUG, 1), skeleton.CHANGED)
+        self.assertEqual(skeleton.state(recorded, self.path(PLAIN), SLUG, 1), skeleton.CHANGED)
 
     def test_the_projects_tests_of_lessons_hints_and_documents_pass_there(self):
         result = run([sys.executable, "-m", "unittest", "test_manifest", "test_skeleton", "test_hints", "test_project"],
@@ -247,6 +252,25 @@ class NewLessonTest(unittest.TestCase):
             self.assertEqual(t["extra_data"]["status"], "skipped", t)
             self.assertIn("not run: No GPU to run on", t["output"])
             self.assertEqual((t["score"], t["max_score"]), (0, 3.0))
+
+    def test_on_a_gpu_the_verdicts_are_those_the_tool_wrote(self):
+        # Graded for real where a GPU is visible (tools/gpu_check.sh runs this module there): the
+        # skeleton "not implemented yet", the reference and the plain student every point, through
+        # the copy's check_grades.py. Without a GPU it says so (77), and the test above covers that.
+        build = self.built()
+        for tree, expected, target in (("exercises", "grader/tests/expected/exercises.json", None),
+                                       ("solutions", "grader/tests/expected/solutions.json", None),
+                                       (PLAIN, f"{PLAIN}/expected.json", f"grade_{SLUG}__submission")):
+            if target:
+                made = run(["cmake", "--build", str(build), "--target", target], cwd=self.root, timeout=1200)
+                self.assertEqual(made.returncode, 0, made.stdout[-6000:])
+            expect = self.root / f"expected_{Path(tree).name}_{SLUG}.json"
+            expect.write_text(json.dumps({SLUG: json.loads(self.path(expected).read_text())[SLUG]}))
+            checked = run([sys.executable, str(self.path("grader/tests/check_grades.py")), "--build-dir", str(build),
+                           "--tree", str(self.path(tree)), "--expect", str(expect)], cwd=self.root, timeout=900)
+            if checked.returncode == 77:
+                self.skipTest("no GPU: ./grade said so (exit 3); the verdicts without a GPU are checked above")
+            self.assertEqual(checked.returncode, 0, f"{tree}:\n{checked.stdout[-6000:]}")
 
 
 class ArgumentsTest(unittest.TestCase):
