@@ -40,27 +40,9 @@ fi
 . /etc/os-release
 distro="${ID:-unknown} ${VERSION_ID:-?}"
 
-# The URI apt uses for this distribution's main suite, from its own configuration:
-# deb822 files (URIs: ...) first, then one-line "deb URI suite ..." entries.
-apt_mirror() {
-  local f uri
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -r "$f" ] || continue
-    uri=$(awk -v suite="$VERSION_CODENAME" '
-      /^URIs:/ { uris = $2 }
-      /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite) hit = 1 }
-      /^$/ { if (hit && uris != "") { print uris; exit } hit = 0; uris = "" }
-      END { if (hit && uris != "") print uris }' "$f" | head -n1)
-    [ -n "$uri" ] && { echo "$uri"; return; }
-  done
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [ -r "$f" ] || continue
-    uri=$(awk -v suite="$VERSION_CODENAME" '$1 == "deb" {
-        i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
-        if ($(i + 1) == suite) { print $i; exit } }' "$f")
-    [ -n "$uri" ] && { echo "$uri"; return; }
-  done
-}
+# The mirror apt uses for this distribution's suites, from its own configuration.
+# shellcheck source=tools/apt_mirror.sh
+. "$(dirname "$0")/apt_mirror.sh"
 
 common=(ninja-build g++ python3 python3-matplotlib doxygen graphviz)
 catch2=()
@@ -79,7 +61,7 @@ esac
 
 export DEBIAN_FRONTEND=noninteractive
 if [ "$add_backports" -eq 1 ] && ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
-  mirror=$(apt_mirror)
+  mirror=$(apt_mirror "$VERSION_CODENAME")
   if [ -z "$mirror" ]; then
     echo "install_deps.sh: found no 'bookworm' entry in apt's sources to take the mirror from." >&2
     echo "Add bookworm-backports to apt's sources yourself, then run this again." >&2

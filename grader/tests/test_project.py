@@ -38,7 +38,7 @@ class ProjectTest(unittest.TestCase):
     def test_ci_installs_with_the_users_script_from_apts_own_mirror(self):
         ci = (ROOT / ".ci" / "run").read_text()
         self.assertRegex(ci, r"(?m)^tools/install_deps\.sh\b", ".ci/run must call the script README.md gives users")
-        for path in (ROOT / ".ci" / "run", ROOT / "tools" / "install_deps.sh"):
+        for path in (ROOT / ".ci" / "run", ROOT / "tools" / "install_deps.sh", ROOT / "tools" / "apt_mirror.sh"):
             code = "\n".join(line.split("#")[0] for line in path.read_text().splitlines())
             self.assertNotRegex(code, r"[a-z]+://", f"{path.name} must take the mirror from apt, not name a host")
 

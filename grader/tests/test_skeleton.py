@@ -74,6 +74,27 @@ class StateTest(unittest.TestCase):
         self.assertEqual(skeleton.state({}, self.tree, "09_x", 1), skeleton.UNKNOWN)
 
 
+class CodeStateTest(unittest.TestCase):
+    """What ./grade hands the verdict: the state, and the code named as the student would."""
+
+    def test_state_and_place_relative_to_the_project(self):
+        from driver.cli import CodeState
+        from driver.manifest import Lesson, Task
+        with tempfile.TemporaryDirectory() as root:
+            (Path(root) / "grader").mkdir()
+            (Path(root) / "grader" / "skeletons.json").write_text(
+                '{"09_x": {"1": {"file": "x.cu", "function": "kernel", "body": ""}}}')
+            tree = Path(root) / "exercises"
+            (tree / "09_x").mkdir(parents=True)
+            (tree / "09_x" / "x.cu").write_text(SOURCE)
+            lesson = Lesson("09_x", "X", ["x.cu"], [Task(1, "t", 1.0), Task(2, "u", 1.0)])
+            code = CodeState(Path(root), tree)
+            self.assertEqual(code.of(lesson, lesson.tasks[0]),
+                             (skeleton.UNTOUCHED, "kernel in exercises/09_x/x.cu"))
+            # A task the record does not know: no claim about it, and the lesson's file named.
+            self.assertEqual(code.of(lesson, lesson.tasks[1]), (skeleton.UNKNOWN, "exercises/09_x/x.cu"))
+
+
 class RecordTest(unittest.TestCase):
     def test_every_task_of_exercises_is_recorded_and_untouched(self):
         lessons = load_manifest(ROOT / "lessons" / "manifest.json")

@@ -76,29 +76,16 @@ if [ -e "$prefix" ]; then
   fi
 fi
 
-# The Debian archive apt already uses for this release's main suite (as tools/install_deps.sh
-# finds it): deb822 sources (URIs:) first, then one-line "deb URI suite ..." entries.
+# The Debian archive apt already uses for this release's main suite (tools/apt_mirror.sh, which
+# tools/install_deps.sh uses too).
+# shellcheck source=tools/apt_mirror.sh
+. "$(dirname "$0")/../apt_mirror.sh"
 debian_mirror() {
-  local f uri codename
+  local codename
   # shellcheck source=/dev/null
   codename=$(. /etc/os-release 2>/dev/null; [ "${ID:-}" = debian ] && echo "${VERSION_CODENAME:-}")
   [ -n "$codename" ] || return 0  # not Debian: its archive has no trixie
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -r "$f" ] || continue
-    uri=$(awk -v suite="$codename" '
-      /^URIs:/ { uris = $2 }
-      /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite) hit = 1 }
-      /^$/ { if (hit && uris != "") { print uris; exit } hit = 0; uris = "" }
-      END { if (hit && uris != "") print uris }' "$f" | head -n1)
-    [ -n "$uri" ] && { echo "$uri"; return; }
-  done
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [ -r "$f" ] || continue
-    uri=$(awk -v suite="$codename" '$1 == "deb" {
-        i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
-        if ($(i + 1) == suite) { print $i; exit } }' "$f")
-    [ -n "$uri" ] && { echo "$uri"; return; }
-  done
+  apt_mirror "$codename"
 }
 mirror=${WORKBOOK_DEBIAN_MIRROR:-$(debian_mirror)}
 [ -n "$mirror" ] || die "found no Debian mirror in apt's configuration (this is not Debian, or its sources name none); set WORKBOOK_DEBIAN_MIRROR to a Debian archive URI"

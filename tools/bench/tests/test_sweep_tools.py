@@ -799,6 +799,31 @@ class StreamsSweepTest(unittest.TestCase):
             self.assertNotIn("timeline", out)
 
 
+class UntouchedLabelTest(unittest.TestCase):
+    """./sweep says "not implemented yet" of a left-out function only while its task's code is
+    the untouched skeleton (grader/driver/skeleton.py), as ./grade does."""
+
+    SKELETONS = {"09_x": {"4": {"file": "x.cu", "function": "challenge", "body": "(void)a;"}}}
+    ERRORS = "sweep_09_x: challenge (student) is not timed: it wrote nothing to *out\nother line\n"
+
+    def label(self, source: str) -> str:
+        with tempfile.TemporaryDirectory() as tree:
+            (Path(tree) / "09_x").mkdir()
+            (Path(tree) / "09_x" / "x.cu").write_text(source)
+            return sweep_cli.label_untouched(self.ERRORS, Path(tree), "09_x", self.SKELETONS)
+
+    def test_the_skeleton_is_not_implemented_yet(self):
+        text = self.label("void challenge(int a) {\n  // TODO(task 4): the challenge\n  (void)a;\n}\n")
+        self.assertIn("challenge (student) is not timed: not implemented yet (TODO(task 4) is untouched)", text)
+        self.assertIn("other line", text)
+
+    def test_code_of_the_students_keeps_the_facts(self):
+        text = self.label("void challenge(int a) {\n  // TODO(task 4): the challenge\n  (void)a; return;\n}\n")
+        self.assertEqual(text, self.ERRORS)
+        # A function the record does not know is left as the program said it.
+        self.assertEqual(sweep_cli.label_untouched(self.ERRORS, Path("/nonexistent"), "09_x", {}), self.ERRORS)
+
+
 class CommandLineTest(unittest.TestCase):
     def test_a_lesson_without_a_sweep_is_a_usage_error(self):
         p = subprocess.run([sys.executable, str(ROOT / "sweep"), "01"], stdout=subprocess.PIPE,
