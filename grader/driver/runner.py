@@ -45,6 +45,9 @@ class PhaseResult:
     # finished or the checks were merely slow.
     wait_durations_s: List[float] = field(default_factory=list)
     open_wait: Optional[Tuple[str, float]] = None
+    # Waits that ended by throwing ("wait_raised"), in order, as (test, what, CUDA error pending
+    # then or ""): a crash verdict names the call its error surfaced in.
+    raised_waits: List[Tuple[str, str, str]] = field(default_factory=list)
     # The authenticated channel (report_record.hpp): whether the run had a key, whether its last
     # record ("run_end") arrived and how many test cases it counted, and the lines that do not
     # count: forged_lines of them in all (the first kept for the verdict), of which out_of_sequence
@@ -145,6 +148,10 @@ def parse_records(text: Union[str, bytes], result: PhaseResult, key: Optional[st
             result.open_wait = (record.get("what", ""), float(record.get("t", 0.0)))
         elif event == "waited" and result.open_wait is not None:
             result.wait_durations_s.append(max(0.0, float(record.get("t", 0.0)) - result.open_wait[1]))
+            result.open_wait = None
+        elif event == "wait_raised":
+            result.raised_waits.append((str(record.get("test", "")), str(record.get("what", "")),
+                                        " ".join(str(m) for m in record.get("messages", []))))
             result.open_wait = None
         elif event == "start":
             open_test = record.get("test")

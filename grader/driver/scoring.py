@@ -287,7 +287,13 @@ def _crash_site(phase: PhaseResult, code: str) -> str:
                 if " := " in line]
     if captured:
         lines.append("with " + ", ".join(captured))
-    if phase.open_wait and phase.open_wait[0]:
+    # The first call of that test that ended by throwing with this very error pending: the
+    # error surfaced there (a call that threw an exception of its own has no CUDA error).
+    surfaced = next((what for t, what, error in phase.raised_waits
+                     if what and code in error.split() and (not test or t == test)), "")
+    if surfaced:
+        lines.append(f"in the grader's call {surfaced}, which ended with that error")
+    elif phase.open_wait and phase.open_wait[0]:
         lines.append(f"while the grader waited for the GPU after: {phase.open_wait[0]}")
     return (" " + " ".join(lines) + ".") if lines else ""
 

@@ -10,6 +10,7 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <algorithm>
+#include <exception>
 #include <cstdlib>
 #include <functional>
 
@@ -26,13 +27,23 @@ TestState& state() {
   return s;
 }
 
-std::function<void(const std::string&, bool)>& wait_reporter() {
-  static std::function<void(const std::string&, bool)> reporter;
+using WaitReporter = std::function<void(const std::string&, WaitEvent, const std::string&)>;
+
+WaitReporter& wait_reporter() {
+  static WaitReporter reporter;
   return reporter;
 }
 
-void report_wait(const std::string& what, bool done) {
-  if (wait_reporter()) wait_reporter()(what, done);
+void report_wait(const std::string& what, WaitEvent event) {
+  if (!wait_reporter()) return;
+  std::string error;
+  if (event == WaitEvent::Raised) {
+    // A sticky error (an illegal address) stays pending; an exception of the student's own
+    // leaves none. Peeking does not clear it.
+    const cudaError_t pending = cudaPeekAtLastError();
+    if (pending != cudaSuccess) error = cudaGetErrorName(pending);
+  }
+  wait_reporter()(what, event, error);
 }
 
 }  // namespace
@@ -63,19 +74,25 @@ bool marked_wrote_nothing() { return state().wrote_nothing; }
 
 void reset_test_state() { state() = TestState{}; }
 
-void set_wait_reporter(std::function<void(const std::string&, bool)> reporter) {
+void set_wait_reporter(WaitReporter reporter) {
   wait_reporter() = std::move(reporter);
 }
 
 void synchronize(const std::string& what) {
-  report_wait(what, false);
-  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
-  report_wait(what, true);
+  report_wait(what, WaitEvent::Begun);
+  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());  // a throw leaves the wait open: the driver names it
+  report_wait(what, WaitEvent::Ended);
 }
 
-GpuWait::GpuWait(const std::string& what) { report_wait(what, false); }
+GpuWait::GpuWait(const std::string& what) : what_(what), exceptions_(std::uncaught_exceptions()) {
+  report_wait(what_, WaitEvent::Begun);
+}
 
-GpuWait::~GpuWait() { report_wait("", true); }
+GpuWait::~GpuWait() {
+  // Unwinding: the call threw (a CUDA error it checked, or the student's own exception). The
+  // record keeps the label, so a crash verdict can say which call the error surfaced in.
+  report_wait(what_, std::uncaught_exceptions() > exceptions_ ? WaitEvent::Raised : WaitEvent::Ended);
+}
 
 std::vector<std::size_t> test_sizes(int block, std::size_t large) {
   const std::size_t b = static_cast<std::size_t>(block);

@@ -52,18 +52,33 @@ void reset_test_state();
 void synchronize(const std::string& what = "");
 
 /// The same records around a host call that waits for the GPU inside (a student's host
-/// function): construct before the call, destroy after it.
+/// function): construct before the call, destroy after it. A call that ends by throwing (a
+/// CUDA error surfacing in it, such as an illegal address) is reported as such, with its label,
+/// so that a crash verdict can name the call it surfaced in.
 class GpuWait {
 public:
   explicit GpuWait(const std::string& what);
   ~GpuWait();
   GpuWait(const GpuWait&) = delete;
   GpuWait& operator=(const GpuWait&) = delete;
+
+private:
+  std::string what_;
+  int exceptions_;  // std::uncaught_exceptions() at construction: more at destruction means unwinding
+};
+
+/// How a wait for the GPU went, as the driver reads it.
+enum class WaitEvent {
+  Begun,   ///< "wait": the grader started waiting for \p what
+  Ended,   ///< "waited": it returned
+  Raised,  ///< "wait_raised": it ended by throwing (an error surfaced in \p what); the record
+           ///< carries the CUDA error pending then (cudaPeekAtLastError), if any
 };
 
 /// Where the listener in grader_main.cpp sends "wait" records (one JSON line each); unset
 /// when no report file was asked for.
-void set_wait_reporter(std::function<void(const std::string& what, bool done)> reporter);
+void set_wait_reporter(
+    std::function<void(const std::string& what, WaitEvent event, const std::string& cuda_error)> reporter);
 
 /// Sizes every correctness test covers, in increasing order: 1, warp size -1/0/+1, \p block
 /// -1/0/+1, 1000 and a prime that are not multiples of any block size, two seeded random sizes, and

@@ -23,9 +23,12 @@ public:
   void testRunStarting(const Catch::TestRunInfo&) override {
     if (const char* path = grader::report_path()) file_ = std::fopen(path, "a");
     if (file_ != nullptr) {
-      grader::set_wait_reporter([this](const std::string& what, bool done) {
+      grader::set_wait_reporter([this](const std::string& what, grader::WaitEvent event, const std::string& error) {
         grader::TestRecord record;
-        record.event = done ? "waited" : "wait";
+        record.event = event == grader::WaitEvent::Begun   ? "wait"
+                       : event == grader::WaitEvent::Ended ? "waited"
+                                                           : "wait_raised";
+        if (!error.empty()) record.messages.push_back(error);
         record.test = current_.test;
         record.what = what;
         write(record);

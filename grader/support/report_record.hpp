@@ -20,7 +20,7 @@ namespace grader {
 
 /// One event of one test case.
 struct TestRecord {
-  std::string event;                 ///< "start", "end", "fatal", or "wait" / "waited" around a GPU wait
+  std::string event;                 ///< "start", "end", "fatal", or "wait" / "waited" / "wait_raised" around a GPU wait
   std::string test;                  ///< the test case's name
   std::vector<std::string> tags;     ///< its tags without brackets, e.g. "task_1", "perf"
   std::string outcome;               ///< for "end": passed, failed, skipped or wrote_nothing

@@ -379,6 +379,18 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(r.open_wait, ("second", 1.0))
         self.assertEqual(r.unfinished_test, "a")
 
+    def test_a_wait_that_ended_by_throwing_is_kept_with_its_error(self):
+        r = PhaseResult()
+        parse_records("\n".join([
+            '{"event": "start", "test": "a", "tags": [], "t": 0.1}',
+            '{"event": "wait", "test": "a", "tags": [], "what": "f(n = 0)", "t": 0.5}',
+            '{"event": "wait_raised", "test": "a", "tags": [], "what": "f(n = 0)", "t": 0.6}',
+            '{"event": "wait", "test": "a", "tags": [], "what": "f(n = 1000)", "t": 0.7}',
+            '{"event": "wait_raised", "test": "a", "tags": [], "what": "f(n = 1000)", '
+            '"messages": ["cudaErrorIllegalAddress"], "t": 0.8}']), r)
+        self.assertIsNone(r.open_wait)
+        self.assertEqual(r.raised_waits, [("a", "f(n = 0)", ""), ("a", "f(n = 1000)", "cudaErrorIllegalAddress")])
+
     def test_sanitizer_findings_and_error_count(self):
         r = PhaseResult()
         parse_sanitizer_output(textwrap.dedent("""\

@@ -154,6 +154,24 @@ class CorrectnessTest(unittest.TestCase):
         bare = self.judge(phase(("failed", ["threw: cudaErrorIllegalAddress"], {})))
         self.assertEqual(bare.details.split(".")[0], "A kernel crashed with cudaErrorIllegalAddress")
 
+    def test_a_crash_names_the_call_its_error_surfaced_in(self):
+        # The grader's call ended by throwing with the error pending (GpuWait unwinding): that
+        # call is named, not an earlier one that threw an exception of its own, nor another test's.
+        test = "Task 3: vector_add_host is correct"
+        record = phase(("failed", ["threw: CUDA error cudaErrorIllegalAddress"], {}))
+        record.records[0]["test"] = test
+        record.raised_waits = [("Task 1: other", "vector_add(n = 5)", "cudaErrorIllegalAddress"),
+                               (test, "vector_add_host(n = 0)", ""),
+                               (test, "vector_add_host(n = 1000)", "cudaErrorIllegalAddress")]
+        r = self.judge(record)
+        self.assertEqual((r.status, r.score), (scoring.CRASHED, 0))
+        self.assertIn("in the grader's call vector_add_host(n = 1000), which ended with that error", r.details)
+        self.assertNotIn("n = 0", r.details)
+        self.assertNotIn("n = 5", r.details)
+        # Another error pending than the one reported: that call is not named.
+        record.raised_waits = [(test, "vector_add_host(n = 1000)", "cudaErrorLaunchFailure")]
+        self.assertNotIn("vector_add_host(n = 1000)", self.judge(record).details)
+
     def test_a_timeout_names_the_test_that_hung(self):
         r = self.judge(phase(timed_out=True, timeout_s=30, unfinished_test="Task 1: correct"))
         self.assertEqual((r.status, r.score), (scoring.TIMED_OUT, 0))
