@@ -1,8 +1,9 @@
 // Broken on purpose (task 2): every element added to *out with its own atomicAdd, after *out is
 // zeroed by cudaMemsetAsync on the given stream. That is a serial sum in a random order: its
 // rounding error grows with n, not log n, and on an offset input it leaves the tree-shaped bound
-// the grader allows (H100: 66 times the bound at n = 270335, where 16 pass). The order changes from run to run, yet no race
-// may be claimed (the old reduction-race evidence fired here): the verdict states the error.
+// the grader allows (H100: 66 times the bound at n = 270335, where 16 pass). The order changes
+// from run to run, yet no race may be claimed (the old reduction-race evidence fired here): the
+// verdict states the error.
 #include "reduction.hpp"
 
 #include "workbook/workbook.hpp"
