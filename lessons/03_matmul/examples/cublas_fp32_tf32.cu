@@ -13,18 +13,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 //! [check]
 // Every cuBLAS call returns a status; like WORKBOOK_CUDA_CHECK for the runtime, never drop it.
-#define CUBLAS_CHECK(call)                                                                         \
-  do {                                                                                             \
-    const cublasStatus_t status_ = (call);                                                         \
-    if (status_ != CUBLAS_STATUS_SUCCESS) {                                                        \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cublasGetStatusString(status_)); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+// A failed call throws, naming the call and where it was made, as the workbook's CUDA checks do.
+void cublas_check(cublasStatus_t status, const char* call, const char* file, int line) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + call +
+                             " failed: " + cublasGetStatusString(status));
+  }
+}
+#define CUBLAS_CHECK(call) cublas_check((call), #call, __FILE__, __LINE__)
 //! [check]
 
 // y = A x for a row-major M x K matrix A, through cuBLAS; returns the largest error against a
@@ -76,8 +78,9 @@ int main() {
   WORKBOOK_CUDA_CHECK(cudaMemcpy(fp32.data(), C.data(), C.bytes(), cudaMemcpyDeviceToHost));
 
   const auto sgemm = [&](cudaStream_t s) {
-    cublasSetStream(handle, s);
-    cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, A.data(), n, B.data(), n, &beta, C.data(), n);
+    CUBLAS_CHECK(cublasSetStream(handle, s));
+    CUBLAS_CHECK(
+        cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, A.data(), n, B.data(), n, &beta, C.data(), n));
   };
   const double flops = 2.0 * n * double(n) * n;
   const auto fp32_time = workbook::time_on_device(sgemm);
