@@ -1,7 +1,7 @@
 // Lesson 04's grader: what its tests (task1_*_test.cu .. task4_*_test.cu) share: the inputs, the
 // sizes and the tolerance every sum is held to, the output and workspace a call writes into, and
 // the checks of tasks 2 and 4 (one device-wide sum, checked the same way twice), defined in
-// reduction_grader.cu with their diagnoses. The contracts are in contracts.hpp.
+// reduction_grader.cu with their diagnoses.
 //
 // Every sum is checked against a float64 sum on the host of the very floats the GPU read, on
 // sizes around warps, blocks and a full wave of threads, a prime near 2^20 and (outside the
@@ -19,7 +19,7 @@
 
 #include "reduction.hpp"
 
-#include "contracts.hpp"
+#include "contract.hpp"
 #include "grader.hpp"
 #include "output_matcher.hpp"
 #include "tracer.hpp"
@@ -267,9 +267,13 @@ Expected exact_norm(const std::vector<float>& x);
 
 // ---- contracts -----------------------------------------------------------------------------
 
-// \p contract (contracts.hpp) held against a traced call of \p run at every size the correctness
-// tests use, after one untraced call (something made once and kept is not left behind by each
-// call).
+// What reduction.hpp promises of reduce_sum, norm_l2_cub and reduce_sum_challenge is
+// grader::given_stream_contract: everything on the stream it is given, no wait for the GPU, no copy
+// to or from the host (the result stays on the device, in *out), nothing left behind (the
+// workspace is the caller's: no allocation of its own outlives the call).
+
+// \p contract held to a call of \p run (named \p name) at every size the correctness tests use,
+// by grader::require_contract_kept.
 void check_contract_at_every_size(const grader::Contract& contract, SumFunction run, const std::string& name);
 
 }  // namespace reduction_grader

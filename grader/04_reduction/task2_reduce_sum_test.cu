@@ -47,9 +47,9 @@ TEST_CASE("Task 2: reduce_sum GB/s at 2^26 and 2^28 floats against CUB", "[task_
   }, exact_sum);
 }
 
-// The contract (contracts.hpp) at every size, after one untraced call. It runs after the tests
-// above, whose verdicts say more where they apply.
+// The contract reduction.hpp states (grader::given_stream_contract) at every size, after one
+// untraced call. It runs after the tests above, whose verdicts say more where they apply.
 TEST_CASE("Task 2: reduce_sum keeps its contract for every size", "[task_2]") {
   grader::require_gpu();
-  check_contract_at_every_size(reduction_grader::device_reduction_contract("reduce_sum"), reduce_sum, "reduce_sum");
+  check_contract_at_every_size(grader::given_stream_contract("reduce_sum"), reduce_sum, "reduce_sum");
 }

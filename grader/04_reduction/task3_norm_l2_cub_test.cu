@@ -107,9 +107,9 @@ TEST_CASE("Task 3: norm_l2_cub GB/s at 2^26 and 2^28 floats against CUB's Sum", 
   }, exact_norm);
 }
 
-// The contract (contracts.hpp) at every size, after one untraced call. It runs after the tests
-// above, whose verdicts say more where they apply.
+// The contract reduction.hpp states (grader::given_stream_contract) at every size, after one
+// untraced call. It runs after the tests above, whose verdicts say more where they apply.
 TEST_CASE("Task 3: norm_l2_cub keeps its contract for every size", "[task_3]") {
   grader::require_gpu();
-  check_contract_at_every_size(reduction_grader::device_reduction_contract("norm_l2_cub"), norm_l2_cub, "norm_l2_cub");
+  check_contract_at_every_size(grader::given_stream_contract("norm_l2_cub"), norm_l2_cub, "norm_l2_cub");
 }

@@ -43,10 +43,10 @@ TEST_CASE("Task 4: reduce_sum_challenge GB/s at 2^26 and 2^28 floats against CUB
   }, exact_sum);
 }
 
-// The contract (contracts.hpp) at every size, after one untraced call. It runs after the tests
-// above, whose verdicts say more where they apply.
+// The contract reduction.hpp states (grader::given_stream_contract) at every size, after one
+// untraced call. It runs after the tests above, whose verdicts say more where they apply.
 TEST_CASE("Task 4: reduce_sum_challenge keeps its contract for every size", "[task_4]") {
   grader::require_gpu();
-  check_contract_at_every_size(reduction_grader::device_reduction_contract("reduce_sum_challenge"),
+  check_contract_at_every_size(grader::given_stream_contract("reduce_sum_challenge"),
                                reduce_sum_challenge, "reduce_sum_challenge");
 }

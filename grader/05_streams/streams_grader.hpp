@@ -305,21 +305,4 @@ struct Staged {
 // The ContractCall of p.run(): host_in and host_out, n, num_streams and num_chunks.
 grader::ContractCall process_call(Pipeline& p);
 
-// Runs \p work once untraced, then traced, and holds the second call to \p contract.
-template <class Work>
-void require_contract_kept(const grader::Contract& contract, const grader::ContractCall& call, const std::string& wait,
-                           Work work) {
-  {
-    grader::GpuWait w(wait + " (untraced)");
-    work();
-  }
-  grader::synchronize(wait + " (untraced)");
-  std::optional<grader::Trace> trace;
-  {
-    grader::GpuWait w(wait);
-    trace = grader::trace(work);
-  }
-  grader::require_contract(contract, call, trace);
-}
-
 }  // namespace streams_grader
