@@ -281,9 +281,10 @@ GRADER_TEST = """\
 //   on both sides and compared element by element: a float product is one correctly rounded IEEE
 //   multiplication on host and device, so the results must match bit for bit; and n = 0;
 // - the contract @NAME@.hpp states, held at every size by the shared checker of
-//   grader/support/contract.hpp: the stream given only, no wait, no copy to or from the host,
-//   nothing left behind. It runs after the correctness test, whose verdicts say more where they
-//   apply.
+//   grader/support/contract.hpp (grader::given_stream_contract: the stream given only, no wait, no
+//   copy to or from the host, nothing left behind), after one untraced call
+//   (grader::require_contract_kept). It runs after the correctness test, whose verdicts say more
+//   where they apply.
 // A timed task adds a [task_N][perf] test and its manifest "performance" entry.
 #include "@NAME@.hpp"
 
@@ -297,7 +298,6 @@ GRADER_TEST = """\
 
 #include <catch2/catch_test_macros.hpp>
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -327,17 +327,6 @@ struct Problem {
 };
 
 std::string call_text(std::size_t n) { return "scale(in, out, " + std::to_string(n) + ", -1.75, stream)"; }
-
-// The header's promises, for the shared checker.
-grader::Contract scale_contract() {
-  grader::Contract c;
-  c.function = "scale";
-  c.streams = grader::Streams::Given;
-  c.waits = grader::Waits::Never;
-  c.copies_read = std::vector<std::string>{};
-  c.copies_write = std::vector<std::string>{};
-  return c;
-}
 
 std::size_t large_size() { return workbook::fit_in_free_memory(kLarge, 2); }
 
@@ -381,19 +370,15 @@ TEST_CASE("Task 1: scale is right for every size", "[task_1]") {
 TEST_CASE("Task 1: scale keeps its contract at every size", "[task_1]") {
   grader::require_gpu();
   if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
-  const grader::Contract contract = scale_contract();
+  // The header's promises: the given stream only, no wait, no copy to or from the host, nothing
+  // left behind.
+  const grader::Contract contract = grader::given_stream_contract("scale");
   for (const std::size_t n : grader::test_sizes(256, large_size())) {
     CAPTURE(n);
     workbook::GuardedDeviceArray in(n, workbook::kInputGuardBits), out(n);
-    const auto once = [&] { scale(in.data(), out.data(), n, kFactor, student_stream()); };
-    once();  // untraced first: something made once and kept is not left behind by every call
-    grader::synchronize(call_text(n) + " (untraced)");
-    std::optional<grader::Trace> trace;
-    {
-      const grader::GpuWait wait(call_text(n));
-      trace = grader::trace(once);
-    }
-    grader::require_contract(contract, {call_text(n), {student_stream()}, {}, {{"n", double(n)}}}, trace);
+    grader::require_contract_kept(contract, {call_text(n), {student_stream()}, {}, {{"n", double(n)}}}, [&] {
+      scale(in.data(), out.data(), n, kFactor, student_stream());
+    });
   }
 }
 """

@@ -537,33 +537,11 @@ TEST_CASE("Task 3: time_multiply_add agrees with the helper library's event time
 // after one untraced call. These run after the tests above, whose verdicts say more where they
 // apply.
 
-namespace {
-
-template <class Work>
-void require_contract_kept(const grader::Contract& contract, const grader::ContractCall& call, const std::string& wait,
-                           Work work) {
-  work();
-  grader::synchronize(wait + " (untraced)");
-  std::optional<grader::Trace> trace;
-  {
-    const grader::GpuWait w(wait);
-    trace = grader::trace(work);
-  }
-  grader::require_contract(contract, call, trace);
-}
-
-}  // namespace
-
 TEST_CASE("Task 2: launch_multiply_add keeps its contract for every size and configuration", "[task_2]") {
   grader::require_gpu();
   if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
   // Everything on the stream it is given; it returns without waiting; nothing left behind.
-  grader::Contract contract;
-  contract.function = "launch_multiply_add";
-  contract.streams = grader::Streams::Given;
-  contract.waits = grader::Waits::Never;
-  contract.copies_read = std::vector<std::string>{};
-  contract.copies_write = std::vector<std::string>{};
+  const grader::Contract contract = grader::given_stream_contract("launch_multiply_add");
   workbook::Stream stream(cudaStreamNonBlocking);
   for (const std::size_t n : {std::size_t(1), std::size_t(1000), std::size_t(65537), (std::size_t(1) << 20) + 3}) {
     for (const LaunchConfig config : {LaunchConfig{256, 0}, LaunchConfig{128, 7}, LaunchConfig{1024, 0}}) {
@@ -572,7 +550,7 @@ TEST_CASE("Task 2: launch_multiply_add keeps its contract for every size and con
                                std::to_string(config.block) + ", grid " +
                                (config.grid ? std::to_string(config.grid) : std::string("auto")) + ", stream)";
       CAPTURE(text);
-      require_contract_kept(contract, {text, {stream.get()}, {}, {{"n", double(n)}}}, text, [&] {
+      grader::require_contract_kept(contract, {text, {stream.get()}, {}, {{"n", double(n)}}}, [&] {
         launch_multiply_add(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n(), config, stream.get());
       });
     }
@@ -592,7 +570,7 @@ TEST_CASE("Task 3: time_multiply_add keeps its contract for every size", "[task_
     Problem p(n, "task 3 contract");
     const std::string text = "time_multiply_add(n = " + std::to_string(n) + ", block 256, grid auto, 1 warm-up, 3 samples)";
     CAPTURE(text);
-    require_contract_kept(contract, {text, {}, {}, {{"n", double(n)}}}, text, [&] {
+    grader::require_contract_kept(contract, {text, {}, {}, {{"n", double(n)}}}, [&] {
       (void)time_multiply_add(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n(), {256, 0}, 1, 3);
     });
   }

@@ -841,46 +841,20 @@ TEST_CASE("Task 4: matmul_challenge GFLOP/s at 4096^3", "[task_4][perf]") {
 // untraced call (cuBLAS keeps a workspace in its handle from the first call on). These run after
 // the tests above, whose verdicts say more where they apply.
 
-namespace {
-
-// On the stream it is given (for matmul_cublas: the handle's), without waiting, with no copy to
-// or from the host and nothing left behind.
-grader::Contract on_stream_contract(const std::string& function) {
-  grader::Contract c;
-  c.function = function;
-  c.streams = grader::Streams::Given;
-  c.waits = grader::Waits::Never;
-  c.copies_read = std::vector<std::string>{};
-  c.copies_write = std::vector<std::string>{};
-  return c;
-}
-
-template <class Work>
-void require_contract_kept(const grader::Contract& contract, const grader::ContractCall& call, Work work) {
-  work();
-  grader::synchronize(call.text + " (untraced)");
-  std::optional<grader::Trace> trace;
-  {
-    const grader::GpuWait w(call.text);
-    trace = grader::trace(work);
-  }
-  grader::require_contract(contract, call, trace);
-}
-
-}  // namespace
-
 TEST_CASE("Task 3: matmul_cublas keeps its contract for every shape", "[task_3]") {
   grader::require_gpu();
   if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
   StudentHandle h;
   workbook::Stream stream(cudaStreamNonBlocking);
   if (cublasSetStream(h.handle, stream.get()) != CUBLAS_STATUS_SUCCESS) FAIL("the grader could not set the stream");
-  const grader::Contract contract = on_stream_contract("matmul_cublas");
+  // On the stream it is given (the handle's), without waiting, with no copy to or from the host
+  // and nothing left behind.
+  const grader::Contract contract = grader::given_stream_contract("matmul_cublas");
   for (const Shape& s : correctness_shapes()) {
     Problem p(s, "task 3 contract");
     const grader::ContractCall call{"matmul_cublas(handle on a stream, A, B, C, " + s.str() + ")", {stream.get()}, {}, {}};
     CAPTURE(call.text);
-    require_contract_kept(contract, call, [&] {
+    grader::require_contract_kept(contract, call, [&] {
       matmul_cublas(h.handle, p.A.data(), p.B.data(), p.C.data(), s.M, s.N, s.K);
     });
   }
@@ -890,12 +864,12 @@ TEST_CASE("Task 4: matmul_challenge keeps its contract for every shape", "[task_
   grader::require_gpu();
   if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
   workbook::Stream stream(cudaStreamNonBlocking);
-  const grader::Contract contract = on_stream_contract("matmul_challenge");
+  const grader::Contract contract = grader::given_stream_contract("matmul_challenge");
   for (const Shape& s : correctness_shapes()) {
     Problem p(s, "task 4 contract");
     const grader::ContractCall call{"matmul_challenge(A, B, C, " + s.str() + ", stream)", {stream.get()}, {}, {}};
     CAPTURE(call.text);
-    require_contract_kept(contract, call, [&] {
+    grader::require_contract_kept(contract, call, [&] {
       matmul_challenge(p.A.data(), p.B.data(), p.C.data(), s.M, s.N, s.K, stream.get());
     });
   }

@@ -55,11 +55,7 @@ inline grader::Contract process_contract() {
 // Task 2: its two given streams, no wait (it returns before the GPU is done), one transform,
 // device_out copied into host_out once.
 inline grader::Contract compute_then_copy_contract() {
-  grader::Contract c;
-  c.function = "compute_then_copy";
-  c.streams = grader::Streams::Given;
-  c.waits = grader::Waits::Never;
-  c.copies_read = std::vector<std::string>{};
+  grader::Contract c = grader::given_stream_contract("compute_then_copy");
   c.copies_write = std::vector<std::string>{"host_out"};
   c.work = [](const grader::ContractCall& call, const grader::Trace& t) {
     std::vector<std::string> facts;
@@ -74,15 +70,7 @@ inline grader::Contract compute_then_copy_contract() {
 }
 
 // Task 3: the stream it is given, no wait, every temporary freed in stream order; no host copies.
-inline grader::Contract transform_batches_contract() {
-  grader::Contract c;
-  c.function = "transform_batches";
-  c.streams = grader::Streams::Given;
-  c.waits = grader::Waits::Never;
-  c.copies_read = std::vector<std::string>{};
-  c.copies_write = std::vector<std::string>{};
-  return c;
-}
+inline grader::Contract transform_batches_contract() { return grader::given_stream_contract("transform_batches"); }
 
 // Task 4: streams of its own, waits only for its own streams and events, host_out complete on
 // return, and the data path through `staging`: host_in and host_out are pageable and the

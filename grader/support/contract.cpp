@@ -3,6 +3,7 @@
 #include "contract.hpp"
 
 #include "diagnosis.hpp"
+#include "grader.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 
@@ -349,6 +350,16 @@ void check_finishes(const Contract& contract, const Trace& t, std::vector<Violat
 
 }  // namespace
 
+Contract given_stream_contract(const std::string& function) {
+  Contract c;
+  c.function = function;
+  c.streams = Streams::Given;
+  c.waits = Waits::Never;
+  c.copies_read = std::vector<std::string>{};
+  c.copies_write = std::vector<std::string>{};
+  return c;
+}
+
 std::vector<Violation> contract_violations(const Contract& contract, const ContractCall& call, const Trace& trace) {
   std::vector<Violation> out;
   const Handles own = created_by(trace);
@@ -378,6 +389,20 @@ void require_contract(const Contract& contract, const ContractCall& call, const 
   if (!trace) return;
   const auto violations = contract_violations(contract, call, *trace);
   if (!violations.empty()) FAIL(contract_report(contract, call, *trace, violations));
+}
+
+void require_contract_kept(const Contract& contract, const ContractCall& call, const std::function<void()>& work) {
+  {
+    const GpuWait wait(call.text + " (untraced)");
+    work();
+  }
+  synchronize(call.text + " (untraced)");
+  std::optional<Trace> trace;
+  {
+    const GpuWait wait(call.text);
+    trace = grader::trace(work);
+  }
+  require_contract(contract, call, trace);
 }
 
 }  // namespace grader

@@ -6,7 +6,7 @@
 /// for what, that it gives back what it creates, which host buffers its copies may touch, and
 /// how its work follows its arguments. Each lesson declares those promises once, as a
 /// grader::Contract (grader/<lesson>/contracts.hpp), and its tests check every traced call of
-/// the function against it, at every shape they try, with contract_violations(). A check
+/// the function against it, at every shape they try, with require_contract_kept(). A check
 /// written for one known mistake misses the next student's; the contract catches both.
 ///
 /// The checker reports facts (what the trace shows, against which clause), and a hint only
@@ -83,6 +83,12 @@ struct Violation {
   std::string facts;   ///< what the trace shows, with a "Hint [id]: ..." line where it proves the cause
 };
 
+/// The contract of a function that only queues work on the stream it is given: no other stream,
+/// no wait for the GPU, no copy to or from the host, everything it creates given back (lesson
+/// 02's launch_multiply_add, 03's matmul_cublas and matmul_challenge, 04's sums, 05's
+/// transform_batches). A lesson adds to it what its function may do besides.
+Contract given_stream_contract(const std::string& function);
+
 /// Every way \p trace of \p call breaks \p contract; empty when it keeps it.
 std::vector<Violation> contract_violations(const Contract& contract, const ContractCall& call, const Trace& trace);
 
@@ -94,5 +100,13 @@ std::string contract_report(const Contract& contract, const ContractCall& call, 
 /// Fails the current test with contract_report() when \p trace breaks the contract. Does
 /// nothing without a trace (under compute-sanitizer, which holds CUPTI itself).
 void require_contract(const Contract& contract, const ContractCall& call, const std::optional<Trace>& trace);
+
+/// Runs \p work, the call \p call describes, twice and holds the second run to \p contract with
+/// require_contract(): the first runs untraced and is waited for, so what a function makes once
+/// and keeps for its later calls (an event, cuBLAS's workspace) is not taken for
+/// something every call leaves behind; one made by every call still is. Both runs are reported
+/// to the driver as waits for the GPU under call.text (grader::GpuWait), so a call that never
+/// returns is named.
+void require_contract_kept(const Contract& contract, const ContractCall& call, const std::function<void()>& work);
 
 }  // namespace grader

@@ -1,7 +1,7 @@
 // The sweep of lesson 05: the time of streams::process, the chunked pipeline, against the
 // number of streams S (1, 2, 3, 4, 8) and of chunks C (1, 2, 4, ..., 64), at one n (2^25
 // floats, clipped to what fits in the GPU), from pinned host memory. The kernel's `work` is
-// calibrated first, as the grader does (work_for() in grader/05_streams/streams_test.cu), so
+// calibrated first, as the grader does (work_for() in grader/05_streams/streams_grader.cu), so
 // that the kernel alone takes as long as the pinned copy in alone: then each stage is a third
 // of the sequential time, and overlapping them can save up to two thirds. In the CSV a
 // pipeline row has grid_mode "pipeline", block = S and grid = C.

@@ -242,3 +242,33 @@ TEST_CASE("work: the lesson's own property of the call joins the report", "[cont
   k.arguments["num_chunks"] = 3;
   CHECK_THAT(report(c, k, good_pipeline()), ContainsSubstring("- work: wrong chunks"));
 }
+
+TEST_CASE("given_stream_contract: the given stream only, no wait, no host copies, everything given back",
+          "[contract]") {
+  const grader::Contract c = grader::given_stream_contract("scale");
+  CHECK(c.function == "scale");
+  const grader::ContractCall k{"scale(n = 4, stream)", {kGiven}, {{"host_in", host_in, sizeof host_in}}, {}};
+  grader::Trace kept;
+  kept.calls = {on("cudaMemsetAsync", kGiven), on("cudaLaunchKernel", kGiven)};
+  kept.kernels = {kernel(kGiven)};
+  kept.returned_ns = 5000;
+  CHECK(grader::contract_violations(c, k, kept).empty());
+
+  grader::Trace elsewhere = kept;  // a stream of its own: not the one it was given
+  elsewhere.calls.insert(elsewhere.calls.begin(), call("cudaStreamCreateWithFlags", kOwn));
+  elsewhere.calls.push_back(call("cudaStreamDestroy", kOwn));
+  elsewhere.kernels.push_back(kernel(kOwn));
+  CHECK_THAT(report(c, k, elsewhere), ContainsSubstring("- streams:"));
+
+  grader::Trace waits = kept;
+  waits.calls.push_back(on("cudaStreamSynchronize", kGiven));
+  CHECK_THAT(report(c, k, waits), ContainsSubstring("- waits:"));
+
+  grader::Trace copies = kept;  // even from a host buffer it was given
+  copies.copies = {copy(grader::CopyDirection::HostToDevice, host_in, kGiven)};
+  CHECK_THAT(report(c, k, copies), ContainsSubstring("- copies:"));
+
+  grader::Trace leaks = kept;
+  leaks.calls.push_back(call("cudaEventCreate", kEvent));
+  CHECK_THAT(report(c, k, leaks), ContainsSubstring("- gives back:"));
+}

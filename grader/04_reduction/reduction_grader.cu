@@ -1,29 +1,10 @@
-// Grader tests for lesson 04 (reductions: a block tree, a fast device-wide sum, a norm
-// through CUB, and the challenge).
-//
-// Every sum is checked against a float64 sum on the host of the very floats the GPU read, on
-// sizes around warps, blocks and a full wave of threads, a prime near 2^20 and (outside the
-// sanitizer) 2^26 and 2^28 as memory allows, on four inputs: uniform in [-1, 1], all ones, a
-// cancelling one (sum near 0, sum of |x| large) and a large offset (1000 + noise). The
-// tolerance is kC * ceil(log2 n) * u * sum|x| with u = 2^-24: a tree's error bound, relative
-// to sum|x| and never to |sum x| alone. Ones must come out exactly (n <= 2^24): every partial
-// sum of ones is an integer float32 holds exactly, so any dropped or doubled element shows.
-// Outputs are poisoned and guarded; the workspace starts as garbage; calls are repeated
-// without resetting anything; the tracer sees which kernels ran, on which stream, and what
-// was copied where. Performance is GB/s at 2^26 and 2^28 floats as a fraction of
-// cub::DeviceReduce::Sum timed in the same process (the lower of the two counts), and of the
-// measured copy bandwidth.
-#include "reduction.hpp"
+// Lesson 04's grader: the checks its tests share (reduction_grader.hpp), with their diagnoses: a
+// diagnosis names a cause only where the evidence (reruns, an exact count of ones, probe inputs,
+// the trace) proves it. Helpers only this file uses are in the anonymous namespace.
+#include "reduction_grader.hpp"
 
-#include "contracts.hpp"
 #include "diagnosis.hpp"
-#include "grader.hpp"
-#include "output_matcher.hpp"
-#include "tracer.hpp"
 
-#include "workbook/workbook.hpp"
-
-#include <catch2/catch_test_macros.hpp>
 #include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
@@ -36,157 +17,8 @@
 
 using grader::HintId;
 
+namespace reduction_grader {
 namespace {
-
-
-// The tolerance factor c, calibrated on an H100 (grader/README.md, "Lesson 04's tolerance"): the
-// reference's errors stay below ceil(log2 n) * u * sum|x| (c = 1; 0.5 at most), the plain
-// student's reached 1.0 on an H200, and sound student designs add in long sequential runs whose
-// rounding errors add up like a random walk: a grid-stride loop of thousands of elements per
-// thread, thousands of atomicAdds into one float. A sum of squares with one atomicAdd per warp
-// reached 5 on the offset input at 2^22, a loop of one thread per block 4. c = 16 leaves room for
-// those; ones must still come out exactly, which is what catches dropped and doubled elements.
-constexpr double kC = 16.0;
-const double kUnitRoundoff = std::ldexp(1.0, -24);
-constexpr std::size_t kExactOnesLimit = std::size_t(1) << 24;  // ones sum exactly up to here
-// What the workspace holds at first: about 1.03e7 as a float and 1.26e9 as an unsigned, so neither an
-// accumulator nor a counter left in it unset can pass.
-constexpr unsigned kGarbageBits = 0x4B1D4B1Du;
-
-enum class Input { Uniform, Ones, Cancelling, Offset, Signs };
-
-std::string input_text(Input input) {
-  switch (input) {
-    case Input::Uniform: return "uniform in [-1, 1]";
-    case Input::Ones: return "all ones";
-    case Input::Cancelling: return "cancelling (x[i] = r[i] - r[i+1], r uniform in [-1000, 1000])";
-    case Input::Offset: return "offset (1000 + uniform in [-1, 1])";
-    case Input::Signs: return "random signs (+1 or -1)";
-  }
-  return "?";
-}
-
-// Element i of an input, as the host computes it (a pure function of the seed and i).
-float input_value(Input input, std::uint64_t seed, std::size_t i) {
-  switch (input) {
-    case Input::Uniform: return workbook::random_uniform(seed, i, -1.0f, 1.0f);
-    case Input::Ones: return 1.0f;
-    case Input::Cancelling:
-      return workbook::random_uniform(seed, i, -1000.0f, 1000.0f) - workbook::random_uniform(seed, i + 1, -1000.0f, 1000.0f);
-    case Input::Offset: return 1000.0f + workbook::random_uniform(seed, i, -1.0f, 1.0f);
-    case Input::Signs: return workbook::random_uniform(seed, i, -1.0f, 1.0f) < 0 ? -1.0f : 1.0f;
-  }
-  return 0.0f;
-}
-
-// n floats on the device (guarded by NaN), the same floats on the host, and their exact sums.
-struct Data {
-  Data(std::size_t n, Input kind, const std::string& name)
-      : input(kind), host(n), device(n, workbook::kInputGuardBits) {
-    const std::uint64_t seed = grader::seed_for(name + " " + std::to_string(n) + " " + input_text(kind));
-    for (std::size_t i = 0; i < n; ++i) host[i] = input_value(kind, seed, i);
-    if (n > 0) device.upload(host);
-    total = sum(0, n);
-    total_abs = sum_abs(0, n);
-  }
-  std::size_t size() const { return host.size(); }
-  double exact_sum() const { return total; }
-  // How far a right sum of the whole input may be from exact_sum().
-  double tolerance() const;
-  double sum(std::size_t begin, std::size_t end) const {
-    double s = 0;
-    for (std::size_t i = begin; i < end; ++i) s += host[i];
-    return s;
-  }
-  double sum_abs(std::size_t begin, std::size_t end) const {
-    double s = 0;
-    for (std::size_t i = begin; i < end; ++i) s += std::abs(double(host[i]));
-    return s;
-  }
-  std::string text() const { return "n = " + std::to_string(size()) + ", " + input_text(input); }
-
-  Input input;
-  std::vector<float> host;
-  workbook::GuardedDeviceArray device;
-  double total = 0, total_abs = 0;  // the exact sum and sum of |x|, computed once
-};
-
-int ceil_log2(std::size_t n) {
-  int levels = 0;
-  while ((std::size_t(1) << levels) < n) ++levels;
-  return levels;
-}
-
-// How far a float32 sum of \p count elements whose |x| add up to \p sum_abs may be from the exact
-// sum; 0 (exact) for ones within float32's integers.
-double sum_tolerance(std::size_t count, double sum_abs, Input input) {
-  if (input == Input::Ones && count <= kExactOnesLimit) return 0.0;
-  // Random signs: every partial sum is an integer far below 2^24 (they wander like sqrt(n)), so
-  // any order is exact, and at 2^28 a single dropped element shows.
-  if (input == Input::Signs) return 0.0;
-  return kC * ceil_log2(count) * kUnitRoundoff * sum_abs;
-}
-
-double Data::tolerance() const { return sum_tolerance(size(), total_abs, input); }
-
-// The same for an L2 norm \p norm of \p count elements: the sum of squares within the tree bound,
-// then a square root (half the relative error) rounded once.
-double norm_tolerance(std::size_t count, double norm) {
-  return (kC * ceil_log2(count) * kUnitRoundoff / 2 + 2 * kUnitRoundoff) * norm;
-}
-
-bool within(double got, double want, double tolerance) {
-  return std::isfinite(got) && std::abs(got - want) <= tolerance;
-}
-
-// The sizes every correctness test covers: around a warp, the common blocks, one wave of the
-// GPU's threads, a prime near 2^20, one drawn from the seed; outside the sanitizer also 2^22.
-std::vector<std::size_t> correctness_sizes() {
-  const auto device = workbook::query_device();
-  const std::size_t wave = std::size_t(device.sm_count) * device.max_threads_per_sm;
-  std::vector<std::size_t> sizes{1, 2, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, 4 * 1024 + 3};
-  sizes.push_back(1 + grader::seed_for("size") % 100000);
-  if (grader::sanitize_mode()) return sizes;
-  for (const std::size_t n : {wave - 1, wave, wave + 1, wave * 4 + 1, std::size_t(1048573), std::size_t(1) << 22}) {
-    sizes.push_back(n);
-  }
-  return sizes;
-}
-
-// The inputs of every correctness size (2^22 at most). Ones first: their exact sum tells how many
-// elements were dropped or doubled.
-std::vector<Input> inputs_for() {
-  return {Input::Ones, Input::Uniform, Input::Cancelling, Input::Offset};
-}
-
-// One float of output on the device, guarded, and a workspace that starts as garbage.
-// The workspace is guarded like an output: a call that writes past workspace_bytes is caught.
-struct Output {
-  workbook::GuardedDeviceArray out{1};
-  workbook::GuardedDeviceArray workspace{kWorkspaceBytes / sizeof(float)};
-  Output() { fill_garbage(); }
-  void fill_garbage() { workbook::fill_words_device(workspace.data(), kWorkspaceBytes / 4, kGarbageBits); }
-  // Fails the test when the last call wrote outside its workspace.
-  void check_workspace(const std::string& what) const {
-    const workbook::GuardReport guards = workspace.check_guards();
-    if (!guards.intact()) {
-      FAIL(what << " wrote outside its workspace (" << kWorkspaceBytes << " bytes): "
-           << guards.describe(kWorkspaceBytes / sizeof(float)) << " (counting in floats). Everything the call "
-           "keeps on the device must fit in workspace_bytes: one partial per block of a few hundred elements "
-           "does not fit at 2^28 floats.");
-    }
-  }
-};
-
-// A device-wide sum under test: reduce_sum or reduce_sum_challenge.
-using SumFunction = void (*)(const float*, std::size_t, float*, void*, std::size_t, cudaStream_t);
-
-// What the grader knows about the function that produced a result, for the diagnosis.
-struct Subject {
-  std::string name;         // "reduce_sum"
-  SumFunction run = nullptr;
-  cudaStream_t stream = nullptr;
-};
 
 // Calls \p s on \p d into \p o and returns the result (waits for the GPU).
 float call(const Subject& s, Data& d, Output& o, const float* in = nullptr) {
@@ -338,13 +170,8 @@ void check_sum(const Subject& s, Data& d, Output& o) {
   }
   FAIL(sum_errors(s, d, o, got, unwritten));
 }
+}  // namespace
 
-// True when \p s wrote nothing into *out for a small input: the untouched skeleton.
-// A call that launched work or copied something is implemented, whatever it left in *out (a
-// last-block counter stuck on the workspace's garbage leaves *out unwritten): the checks say so.
-// Calls \p s once on 1000 floats, traced: a call that ran nothing on the GPU and left *out as the
-// grader filled it ends the test as "wrote nothing", which the driver calls "not implemented
-// yet" only when the task's code is still the skeleton.
 void require_writes(const Subject& s) {
   Data d(1000, Input::Uniform, "probe");
   Output o;
@@ -363,9 +190,6 @@ void require_writes(const Subject& s) {
   }
 }
 
-// CUB's kernels live in the cub:: namespace (compiled into the program, not a shared library).
-// The kernel's own qualified name (before its template arguments) is in cub::, so a student's
-// kernel templated on a CUB type is not taken for CUB's.
 bool is_cub_kernel(const grader::TracedKernel& k) {
   return k.name.substr(0, k.name.find('<')).find("cub::") != std::string::npos;
 }
@@ -378,8 +202,6 @@ std::vector<grader::TracedKernel> cub_kernels(const grader::Trace& t) {
   return found;
 }
 
-// What a hand-written sum did on the GPU, traced on 2^20 floats: its own kernels, on its stream,
-// no CUB, no detour through the host.
 void check_own_kernels_on_stream(const Subject& s, const char* task) {
   const std::size_t n = std::size_t(1) << 20;
   Data d(n, Input::Uniform, std::string(task) + " trace");
@@ -429,6 +251,8 @@ void check_own_kernels_on_stream(const Subject& s, const char* task) {
          << seen);
   }
 }
+
+namespace {
 
 // The same function called again and again, nothing reset in between: the same result each time;
 // then on another input: that input's result.
@@ -496,7 +320,8 @@ void check_unaligned(const Subject& s) {
   }
 }
 
-// A device-wide sum (tasks 2 and 4) on every size and input of the correctness list.
+}  // namespace
+
 void check_sizes_and_inputs(const Subject& s) {
   for (const std::size_t n : correctness_sizes()) {
     for (const Input input : inputs_for()) {
@@ -508,7 +333,6 @@ void check_sizes_and_inputs(const Subject& s) {
   }
 }
 
-// n = 0, repeated calls, an unaligned input.
 void check_special_calls(const Subject& s) {
   Output o;
   o.out.poison();
@@ -523,7 +347,6 @@ void check_special_calls(const Subject& s) {
   check_unaligned(s);
 }
 
-// 2^26 and 2^28 floats, as memory allows (not under the sanitizer).
 void check_large(const Subject& s) {
   if (grader::sanitize_mode()) return;
   for (const int log2n : {26, 28}) {
@@ -537,7 +360,6 @@ void check_large(const Subject& s) {
   }
 }
 
-// A non-blocking stream for the student's calls, made once.
 cudaStream_t student_stream() {
   static workbook::Stream stream(cudaStreamNonBlocking);
   return stream.get();
@@ -546,6 +368,8 @@ cudaStream_t student_stream() {
 Subject subject(const char* name, SumFunction run) { return {name, run, student_stream()}; }
 
 // ---- performance: GB/s against CUB ---------------------------------------------------------
+
+namespace {
 
 // Times \p work (which launches on the stream it is given): one probe, then warm-up and samples
 // unless it is pathologically slow.
@@ -579,13 +403,8 @@ struct CubSum {
   workbook::DeviceBuffer<char> storage_;
 };
 
-// GB/s of \p run at 2^26 and 2^28 floats (as memory allows) against CUB's Sum on the same data;
-// the lower fraction is the task's metric. \p exact gives the right result and its tolerance
-// for the input; a wrong result is never timed. The input is uniform in [0, 1): no cancellation,
-// so a dropped part of it is far outside the tolerance.
-struct Expected {
-  double value, tolerance;
-};
+}  // namespace
+
 void measure_against_cub(const std::string& name,
                          const std::function<void(const float*, std::size_t, float*, void*, cudaStream_t)>& run,
                          const std::function<Expected(const std::vector<float>&)>& exact) {
@@ -646,11 +465,13 @@ Expected exact_norm(const std::vector<float>& x) {
 
 // ---- task 1: the block tree ----------------------------------------------------------------
 
-void launch_block(const float* in, std::size_t n, float* sums, int block, cudaStream_t stream = nullptr) {
+void launch_block(const float* in, std::size_t n, float* sums, int block, cudaStream_t stream) {
   const unsigned grid = unsigned((n + block - 1) / block);
   reduce_block<<<grid, block, block * sizeof(float), stream>>>(in, n, sums);
   WORKBOOK_CHECK_LAUNCH();
 }
+
+namespace {
 
 struct BlockErrors {
   std::size_t wrong = 0, nonfinite = 0;
@@ -680,6 +501,8 @@ BlockErrors compare_blocks(const Data& d, int block, const std::vector<float>& g
   e.first = first.str();
   return e;
 }
+
+}  // namespace
 
 void check_blocks(Data& d, int block, const std::string& what) {
   const std::size_t n = d.size(), grid = (n + block - 1) / block;
@@ -786,7 +609,8 @@ void check_blocks(Data& d, int block, const std::string& what) {
   FAIL(msg.str());
 }
 
-// norm_l2_cub on \p n floats at \p in into \p o, waited for and read back.
+// ---- task 3: the norm through CUB ----------------------------------------------------------
+
 grader::DeviceOutput norm(const float* in, std::size_t n, Output& o) {
   o.out.poison();
   norm_l2_cub(in, n, o.out.data(), o.workspace.data(), kWorkspaceBytes, student_stream());
@@ -794,7 +618,6 @@ grader::DeviceOutput norm(const float* in, std::size_t n, Output& o) {
   return grader::read_back(o.out);
 }
 
-// norm_l2_cub once on 1000 floats, traced: see require_writes.
 void require_norm_writes() {
   Data probe(1000, Input::Uniform, "probe");
   Output o;
@@ -807,218 +630,7 @@ void require_norm_writes() {
   }
 }
 
-}  // namespace
-
-TEST_CASE("Task 1: reduce_block gives every block's sum, for every power-of-two block", "[task_1]") {
-  grader::require_gpu();
-  {
-    Data probe(1000, Input::Uniform, "probe");
-    workbook::GuardedDeviceArray sums(4);
-    const auto trace = grader::trace([&] {
-      launch_block(probe.device.data(), probe.size(), sums.data(), 256);
-      grader::synchronize("reduce_block, the first launch");
-    });
-    const auto out = grader::read_back(sums);
-    if (out.guards.intact() && std::all_of(out.values.begin(), out.values.end(), workbook::is_poison)) {
-      grader::wrote_nothing("reduce_block<<<4, 256, 1024 bytes>>> on n = 1000 ran and wrote nothing: " +
-                                grader::untouched_output("block_sums", 4),
-                            trace);
-    }
-  }
-  std::vector<int> blocks{32, 64, 128, 256, 512, 1024};
-  for (const std::size_t n : correctness_sizes()) {
-    if (n > (std::size_t(1) << 20) && n != 1048573) continue;  // task 1 is about the tree, not the size
-    for (const Input input : inputs_for()) {
-      Data d(n, input, "task 1");
-      for (const int block : blocks) {
-        CAPTURE(d.text(), block);
-        check_blocks(d, block, "reduce_block with blocks of " + std::to_string(block) + " on " + d.text());
-      }
-    }
-  }
-}
-
-TEST_CASE("Task 1: reduce_block gives the same sums run after run on fresh data", "[task_1]") {
-  grader::require_gpu();
-  if (grader::sanitize_mode()) return;  // racecheck does this job there
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    for (const int block : {256, 1024}) {
-      Data d((std::size_t(1) << 20) + 17 * attempt, Input::Uniform, "task 1 fresh " + std::to_string(attempt));
-      CAPTURE(d.text(), block, attempt);
-      check_blocks(d, block, "reduce_block with blocks of " + std::to_string(block) + " on " + d.text() +
-                             " (run " + std::to_string(attempt + 1) + " of 4 on fresh data)");
-    }
-  }
-}
-
-TEST_CASE("Task 2: reduce_sum is right for every size and input", "[task_2]") {
-  grader::require_gpu();
-  const Subject s = subject("reduce_sum", reduce_sum);
-  require_writes(s);
-  check_sizes_and_inputs(s);
-}
-
-TEST_CASE("Task 2: reduce_sum gives 0 for n = 0, the same sum on every call, and takes any alignment", "[task_2]") {
-  grader::require_gpu();
-  const Subject s = subject("reduce_sum", reduce_sum);
-  require_writes(s);
-  check_special_calls(s);
-}
-
-TEST_CASE("Task 2: reduce_sum runs kernels of its own, on the stream it is given", "[task_2]") {
-  grader::require_gpu();
-  const Subject s = subject("reduce_sum", reduce_sum);
-  require_writes(s);
-  check_own_kernels_on_stream(s, "task 2");
-}
-
-TEST_CASE("Task 2: reduce_sum is right for 2^26 and 2^28 floats", "[task_2]") {
-  grader::require_gpu();
-  const Subject s = subject("reduce_sum", reduce_sum);
-  require_writes(s);
-  check_large(s);
-}
-
-TEST_CASE("Task 2: reduce_sum GB/s at 2^26 and 2^28 floats against CUB", "[task_2][perf]") {
-  grader::require_gpu();
-  measure_against_cub("reduce_sum", [](const float* in, std::size_t n, float* out, void* ws, cudaStream_t st) {
-    reduce_sum(in, n, out, ws, kWorkspaceBytes, st);
-  }, exact_sum);
-}
-
-TEST_CASE("Task 3: norm_l2_cub is the L2 norm for every size and input", "[task_3]") {
-  grader::require_gpu();
-  require_norm_writes();
-  Output o;
-  for (const std::size_t n : correctness_sizes()) {
-    for (const Input input : inputs_for()) {
-      Data d(n, input, "task 3");
-      CAPTURE(d.text());
-      double squares = 0;
-      for (const float x : d.host) squares += double(x) * x;
-      const double want = std::sqrt(squares);
-      const double tolerance = norm_tolerance(n, want);
-      const auto out = norm(d.device.data(), n, o);
-      const float got = out.values[0];
-      if (!out.guards.intact()) FAIL("norm_l2_cub wrote outside *out: " << out.guards.describe(1) << ".");
-      if (!within(got, want, tolerance)) {
-        const bool squared = std::isfinite(got) &&
-                             within(got, squares, (kC * ceil_log2(n) + 2) * kUnitRoundoff * squares);
-        FAIL("norm_l2_cub on " << d.text() << ": expected sqrt(sum of x^2) = " << workbook::format_value(want)
-             << ", got " << workbook::format_value(got, workbook::is_poison(got)) << " (tolerance " << tolerance << ")."
-             << (squared ? "\nThat is the sum of squares itself: the post-map, the square root, is missing."
-                         : std::string()));
-      }
-    }
-  }
-  o.out.poison();
-  norm_l2_cub(nullptr, 0, o.out.data(), o.workspace.data(), kWorkspaceBytes, student_stream());
-  grader::synchronize("norm_l2_cub with n = 0");
-  const float empty = o.out.download()[0];
-  if (empty != 0.0f) {
-    FAIL("norm_l2_cub with n = 0 left *out = " << workbook::format_value(empty, workbook::is_poison(empty))
-         << ": the norm of an empty vector is 0.");
-  }
-}
-
-TEST_CASE("Task 3: norm_l2_cub runs CUB's kernels, none of its own, on the stream it is given", "[task_3]") {
-  grader::require_gpu();
-  require_norm_writes();
-  if (grader::sanitize_mode()) return;  // the tracer cannot run under compute-sanitizer
-  Output o;
-  const cudaStream_t stream = student_stream();
-  Data d(std::size_t(1) << 20, Input::Uniform, "task 3 trace");
-  const auto trace = grader::trace([&] {
-    norm_l2_cub(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, stream);
-  });
-  if (!trace) return;
-  const std::string seen = "\nWhat the grader saw on the GPU during the call:\n" + trace->describe();
-  std::vector<grader::TracedKernel> own;
-  for (const auto& k : trace->kernels) {
-    if (!is_cub_kernel(k)) own.push_back(k);
-  }
-  if (!own.empty()) {
-    FAIL("norm_l2_cub ran a kernel of its own (" << grader::launch_text(own[0]) << "): task 3 asks for CUB to do "
-         "the whole job (the map, the sum and the square root), so it scores nothing. The square root of the result "
-         "needs no kernel: CUB can write through an output iterator that applies it." << seen);
-  }
-  if (cub_kernels(*trace).empty()) FAIL("norm_l2_cub ran no CUB kernel: task 3 asks for CUB." << seen);
-  for (const auto& k : trace->kernels) {
-    if (k.stream_known && k.stream != stream) {
-      FAIL("norm_l2_cub was given " << grader::stream_text(stream) << " but CUB ran " << grader::launch_text(k)
-           << " on " << grader::stream_text(k.stream) << ": pass the stream to CUB (its last parameter)." << seen);
-    }
-  }
-}
-
-TEST_CASE("Task 3: norm_l2_cub reports a workspace that is too small", "[task_3]") {
-  grader::require_gpu();
-  require_norm_writes();
-  Output o;
-  Data d(std::size_t(1) << 20, Input::Uniform, "task 3 small workspace");
-  bool threw = false;
-  try {
-    norm_l2_cub(d.device.data(), d.size(), o.out.data(), o.workspace.data(), 16, student_stream());
-    grader::synchronize("norm_l2_cub with a workspace of 16 bytes");
-  } catch (const std::exception&) {
-    threw = true;
-  }
-  (void)cudaGetLastError();
-  if (!threw) {
-    FAIL("norm_l2_cub with workspace_bytes = 16 returned as if it had worked: CUB needs more temporary storage "
-         "than that. Ask CUB how much (call it once with d_temp_storage = nullptr) and throw std::runtime_error "
-         "when the workspace is smaller.");
-  }
-}
-
-TEST_CASE("Task 3: norm_l2_cub GB/s at 2^26 and 2^28 floats against CUB's Sum", "[task_3][perf]") {
-  grader::require_gpu();
-  measure_against_cub("norm_l2_cub", [](const float* in, std::size_t n, float* out, void* ws, cudaStream_t st) {
-    norm_l2_cub(in, n, out, ws, kWorkspaceBytes, st);
-  }, exact_norm);
-}
-
-TEST_CASE("Task 4: reduce_sum_challenge is right for every size and input", "[task_4]") {
-  grader::require_gpu();
-  const Subject s = subject("reduce_sum_challenge", reduce_sum_challenge);
-  require_writes(s);
-  check_sizes_and_inputs(s);
-}
-
-TEST_CASE("Task 4: reduce_sum_challenge gives 0 for n = 0, the same sum on every call, and takes any alignment", "[task_4]") {
-  grader::require_gpu();
-  const Subject s = subject("reduce_sum_challenge", reduce_sum_challenge);
-  require_writes(s);
-  check_special_calls(s);
-}
-
-TEST_CASE("Task 4: reduce_sum_challenge runs kernels of its own, on the stream it is given", "[task_4]") {
-  grader::require_gpu();
-  const Subject s = subject("reduce_sum_challenge", reduce_sum_challenge);
-  require_writes(s);
-  check_own_kernels_on_stream(s, "task 4");
-}
-
-TEST_CASE("Task 4: reduce_sum_challenge is right for 2^26 and 2^28 floats", "[task_4]") {
-  grader::require_gpu();
-  const Subject s = subject("reduce_sum_challenge", reduce_sum_challenge);
-  require_writes(s);
-  check_large(s);
-}
-
-TEST_CASE("Task 4: reduce_sum_challenge GB/s at 2^26 and 2^28 floats against CUB", "[task_4][perf]") {
-  grader::require_gpu();
-  measure_against_cub("reduce_sum_challenge", [](const float* in, std::size_t n, float* out, void* ws, cudaStream_t st) {
-    reduce_sum_challenge(in, n, out, ws, kWorkspaceBytes, st);
-  }, exact_sum);
-}
-
-// ============================ Contracts, at every size ============================
-// Each function's contract (contracts.hpp) held against a traced call at every size the
-// correctness tests use, after one untraced call (something made once and kept is not left
-// behind by each call). These run after the tests above, whose verdicts say more where they apply.
-
-namespace {
+// ---- contracts -----------------------------------------------------------------------------
 
 void check_contract_at_every_size(const grader::Contract& contract, SumFunction run, const std::string& name) {
   if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
@@ -1027,35 +639,13 @@ void check_contract_at_every_size(const grader::Contract& contract, SumFunction 
   for (const std::size_t n : correctness_sizes()) {
     Data d(n, Input::Uniform, name + " contract");
     CAPTURE(d.text());
-    const auto once = [&] { run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, stream); };
-    once();
-    grader::synchronize(name + " on " + d.text() + " (untraced)");
-    std::optional<grader::Trace> trace;
-    {
-      const grader::GpuWait wait(name + " on " + d.text());
-      trace = grader::trace(once);
-    }
     const grader::ContractCall call{name + "(in, " + std::to_string(n) + ", out, workspace, " +
                                         std::to_string(kWorkspaceBytes) + ", stream)",
                                     {stream}, {}, {{"n", double(n)}}};
-    grader::require_contract(contract, call, trace);
+    grader::require_contract_kept(contract, call, [&] {
+      run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, stream);
+    });
   }
 }
 
-}  // namespace
-
-TEST_CASE("Task 2: reduce_sum keeps its contract for every size", "[task_2]") {
-  grader::require_gpu();
-  check_contract_at_every_size(reduction_grader::device_reduction_contract("reduce_sum"), reduce_sum, "reduce_sum");
-}
-
-TEST_CASE("Task 3: norm_l2_cub keeps its contract for every size", "[task_3]") {
-  grader::require_gpu();
-  check_contract_at_every_size(reduction_grader::device_reduction_contract("norm_l2_cub"), norm_l2_cub, "norm_l2_cub");
-}
-
-TEST_CASE("Task 4: reduce_sum_challenge keeps its contract for every size", "[task_4]") {
-  grader::require_gpu();
-  check_contract_at_every_size(reduction_grader::device_reduction_contract("reduce_sum_challenge"),
-                               reduce_sum_challenge, "reduce_sum_challenge");
-}
+}  // namespace reduction_grader
