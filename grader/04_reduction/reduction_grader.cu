@@ -43,9 +43,11 @@ std::string count_text(double k, const char* one, const char* many) {
   return std::to_string(static_cast<long long>(k)) + " " + (k == 1 ? one : many);
 }
 
-// \p s on \p d with *out set to \p start and the workspace refilled with the same garbage.
-float sum_from(const Subject& s, Data& d, Output& o, float start, const std::string& what) {
-  o.fill_garbage();
+// \p s on \p d with *out set to \p start and the workspace set back to \p workspace, what it
+// held before the first call: a rerun starts from the first run's state (only *out may differ).
+float sum_from(const Subject& s, Data& d, Output& o, float start, const std::vector<float>& workspace,
+               const std::string& what) {
+  o.workspace.upload(workspace);
   o.out.upload({start});
   s.run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
   grader::synchronize(s.name + " " + what);
@@ -54,7 +56,8 @@ float sum_from(const Subject& s, Data& d, Output& o, float start, const std::str
 
 // Why a device-wide sum is wrong: the facts, and a hint only where the evidence shows the cause
 // (reruns, an exact count of ones, probe inputs).
-std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unwritten) {
+std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unwritten,
+                       const std::vector<float>& workspace) {
   const std::size_t n = d.size();
   const double want = d.exact_sum(), tolerance = d.tolerance();
   std::ostringstream out;
@@ -68,11 +71,11 @@ std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unw
                        "returns the value from before the add).";
   }
 
-  // A race first. Evidence: called again with the workspace refilled with the same garbage and
-  // *out set to NaN (sum_from), a result differs from the first by more than twice the tolerance,
-  // or one is finite and the other not.
+  // A race first. Evidence: called again from the first call's state (the same input, the
+  // workspace set back to what it held then, *out NaN again: sum_from), a result differs from the
+  // first by more than twice the tolerance, or one is finite and the other not.
   for (int again = 0; again < 3; ++again) {
-    const float other = sum_from(s, d, o, workbook::poison_value(), "again, to compare two runs");
+    const float other = sum_from(s, d, o, workbook::poison_value(), workspace, "again, to compare two runs");
     const bool differ = std::isfinite(got) != std::isfinite(other) ||
                         (std::isfinite(got) && !within(other, got, 2 * tolerance));
     if (differ) {
@@ -86,8 +89,8 @@ std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unw
   // The result follows what *out held: start it at 0, then at V, the workspace the same both times.
   // Evidence: right from 0, and V larger (within rounding) from V.
   constexpr float kStart = 1024.0f;
-  const float from_zero = sum_from(s, d, o, 0.0f, "with *out set to 0 first");
-  const float from_v = sum_from(s, d, o, kStart, "with *out set to 1024 first");
+  const float from_zero = sum_from(s, d, o, 0.0f, workspace, "with *out set to 0 first");
+  const float from_v = sum_from(s, d, o, kStart, workspace, "with *out set to 1024 first");
   const double rounding_near_v = 4 * kUnitRoundoff * (std::abs(want) + kStart);
   const bool follows_the_start =
       within(from_zero, want, tolerance) && within(from_v, want + kStart, tolerance + rounding_near_v);
@@ -133,8 +136,10 @@ std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unw
     out << "The input holds only finite numbers, and the grader surrounds it with NaN: a NaN result comes from "
            "reading something this call did not set: outside in[0 .. n-1], shared memory or workspace that was never "
            "written, or *out itself, which the grader fills with NaN.";
+  } else if (const double unit = ceil_log2(n) * kUnitRoundoff * d.total_abs; unit == 0) {
+    out << (n == 1 ? "The sum of one element is that element, exactly: no rounding error is allowed."
+                   : "Every element is 0, so the sum is exactly 0: no rounding error is allowed.");
   } else {
-    const double unit = ceil_log2(n) * kUnitRoundoff * d.total_abs;
     out << "The error is " << std::abs(got - want) / unit << " times ceil(log2 n) * u * sum|x| (u = 2^-24), the "
         << "error bound of a tree-shaped sum; the grader allows " << kC << " times it.";
   }
@@ -153,6 +158,8 @@ void note_error(double got, double want, std::size_t n, double sum_abs) {
 
 // Calls \p s on \p d into \p o and fails with the diagnosis when the result or the guards are wrong.
 void check_sum(const Subject& s, Data& d, Output& o) {
+  // What the workspace holds as the call begins (the last call's leftovers): reruns start there.
+  const std::vector<float> workspace = o.workspace.download();
   o.out.poison();
   s.run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
   grader::synchronize(s.name + " on " + d.text());
@@ -168,7 +175,7 @@ void check_sum(const Subject& s, Data& d, Output& o) {
     note_error(got, want, d.size(), d.total_abs);
     return;
   }
-  FAIL(sum_errors(s, d, o, got, unwritten));
+  FAIL(sum_errors(s, d, o, got, unwritten, workspace));
 }
 }  // namespace
 

@@ -39,13 +39,16 @@ bool enqueues_work(const std::string& call) {
   return grader::is_kernel_launch(call) || call.rfind("cudaMemcpy", 0) == 0 || call.rfind("cudaMemset", 0) == 0;
 }
 
-// The stream an event was last recorded on before the i-th call of the trace; false when none.
-bool recorded_on(const grader::Trace& t, std::size_t before, const void* event, cudaStream_t* stream) {
+// The last record of \p event before the \p before-th call of the trace: its stream and its
+// index in the calls; false when there is none.
+bool recorded_on(const grader::Trace& t, std::size_t before, const void* event, cudaStream_t* stream,
+                 std::size_t* at = nullptr) {
   bool found = false;
   for (std::size_t i = 0; i < before && i < t.calls.size(); ++i) {
     const auto& c = t.calls[i];
     if ((c.name == "cudaEventRecord" || c.name == "cudaEventRecordWithFlags") && c.pointer == event) {
       *stream = c.stream;
+      if (at != nullptr) *at = i;
       found = true;
     }
   }
@@ -310,19 +313,42 @@ std::string ordering_errors(const TwoStages& s, const grader::Trace& t) {
   const std::string when = early ? "the copy to host_out started " + std::to_string((kernel_end - copy_start) / 1000) +
                                        " us before the kernel ended; "
                                  : "";
-  std::size_t waits_on_copy = 0;
+  // Every wait queued on `copy`, and where its event was last recorded before it. The launch of
+  // the kernel on `compute` is the point a right wait follows.
+  std::size_t waits_on_copy = 0, launch = t.calls.size();
+  for (std::size_t i = 0; i < t.calls.size(); ++i) {
+    if (grader::is_kernel_launch(t.calls[i].name) && t.calls[i].stream == s.compute.get()) launch = std::min(launch, i);
+  }
+  bool waits_after_kernel = false, waits_before_kernel = false;
+  cudaStream_t elsewhere = nullptr;
+  bool waits_elsewhere = false;
   for (std::size_t i = 0; i < t.calls.size(); ++i) {
     const auto& c = t.calls[i];
     if (c.name != "cudaStreamWaitEvent" || c.stream != s.copy.get()) continue;
     ++waits_on_copy;
     cudaStream_t where = nullptr;
-    // Evidence: `copy` waits on an event whose last record before the wait was on another stream.
-    if (recorded_on(t, i, c.pointer, &where) && where != s.compute.get()) {
-      return grader::hint(HintId::event_wrong_stream,
-                          when + "`copy` waited on an event recorded on " + grader::stream_text(where) + ", not on "
-                          "`compute`. An event marks a point in the stream it is recorded on; record it on `compute`, "
-                          "after the kernel, for `copy` to wait for the kernel.");
+    std::size_t at = 0;
+    if (!recorded_on(t, i, c.pointer, &where, &at)) continue;
+    if (where == s.compute.get()) {
+      (at > launch ? waits_after_kernel : waits_before_kernel) = true;
+    } else {
+      waits_elsewhere = true;
+      elsewhere = where;
     }
+  }
+  // Evidence: `copy` waited on events, and none of them was recorded on `compute` (an extra wait
+  // beside a right one proves nothing).
+  if (waits_elsewhere && !waits_after_kernel && !waits_before_kernel) {
+    return grader::hint(HintId::event_wrong_stream,
+                        when + "`copy` waited on an event recorded on " + grader::stream_text(elsewhere) + ", and on "
+                        "none recorded on `compute`. An event marks a point in the stream it is recorded on; record "
+                        "it on `compute`, after the kernel, for `copy` to wait for the kernel.");
+  }
+  // A fact of the call order: the only events `copy` waited on from `compute` were recorded there
+  // before the kernel was launched, so those waits could end before the kernel began.
+  if (waits_before_kernel && !waits_after_kernel) {
+    return when + "`copy` waited on an event recorded on `compute` before the kernel was launched there, so the "
+                  "wait could end before the kernel began: record the event after the kernel.";
   }
   if (waits_on_copy == 0) {  // evidence: no cudaStreamWaitEvent on `copy` in the traced call
     return grader::hint(HintId::missing_wait,
@@ -330,7 +356,7 @@ std::string ordering_errors(const TwoStages& s, const grader::Trace& t) {
                         "are independent queues, so the copy may run before the kernel has written device_out. Record "
                         "an event on `compute` after the kernel and make `copy` wait for it before the copy.");
   }
-  return early ? when + "was the event recorded on `compute` before the kernel was launched?" : "";
+  return when;
 }
 
 // ============================ Task 3: transform_batches ============================

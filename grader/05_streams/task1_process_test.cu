@@ -166,12 +166,25 @@ TEST_CASE("Task 1: process copies asynchronously on streams of its own, and wait
                          "chunk first, then wait for your streams once, after the loop.")
          << seen);
   }
-  if (kernel_streams(*trace).size() < 2) {
-    FAIL(intro << "all its kernels ran on one stream, though it was given " << shape.streams << ".\n"
-         << grader::hint(HintId::one_stream,
-                         "work on one stream runs strictly in order, so the kernels ran one after another, and a "
-                         "copy queued on that stream waits for the kernel before it. Spread the chunks over "
-                         "num_streams streams of your own (chunk c on stream c % num_streams).")
+  if (const std::set<std::uint32_t> kernels_on = kernel_streams(*trace); kernels_on.size() < 2) {
+    // Evidence for one-stream: the kernels and every copy ran on that one stream, so each copy
+    // waited for the kernel before it. Copies on other streams are one stream per stage: a good
+    // design, which task 1's header rules out, and no cause to name.
+    const bool copies_there_too = std::all_of(trace->copies.begin(), trace->copies.end(), [&](const auto& c) {
+      return kernels_on.count(c.stream_id) > 0;
+    });
+    if (copies_there_too) {
+      FAIL(intro << "all its kernels and copies ran on one stream, though it was given " << shape.streams << ".\n"
+           << grader::hint(HintId::one_stream,
+                           "work on one stream runs strictly in order, so the kernels ran one after another, and a "
+                           "copy queued on that stream waits for the kernel before it. Spread the chunks over "
+                           "num_streams streams of your own (chunk c on stream c % num_streams).")
+           << seen);
+    }
+    FAIL(intro << "all its kernels ran on one stream and its copies on others (one stream per stage), though it "
+         "was given " << shape.streams << ". That overlaps too, but task 1's header asks for each chunk's copy in, "
+         "transform and copy out on one of num_streams streams (chunk c on stream c % num_streams): num_streams is "
+         "the axis its sweep studies. One stream per stage is welcome where the streams are yours, as in task 4."
          << seen);
   }
   if (kernel_streams(*trace).size() > std::size_t(shape.streams)) {
