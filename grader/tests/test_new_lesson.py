@@ -50,15 +50,16 @@ def run(command, cwd, env=None, timeout=600):
 
 
 def tracked_files():
-    """The tracked files of the checkout (as the working tree has them), or None when the project is not
-    the top of a git checkout (a release folder, an unpacked archive)."""
+    """The checkout's files as the working tree has them: tracked ones and new ones git does not
+    ignore (a lesson being written, or a copy whose index lags its files); None when the project
+    is not the top of a git checkout (a release folder, an unpacked archive)."""
     if shutil.which("git") is None:
         return None
     top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True)
     if top.returncode != 0 or Path(top.stdout.strip()).resolve() != ROOT:
         return None
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     if listed.returncode != 0:
         return None
     return [name for name in listed.stdout.decode().split("\0") if name and (ROOT / name).is_file()]
