@@ -285,6 +285,22 @@ class RepositoryVariantsTest(unittest.TestCase):
                 if f.is_patch:
                     self.assertIn(self.book.read_patch(f).base, self.book.candidates(f.path), f.label)
 
+    def test_no_variant_is_stored_whole_where_a_patch_would_be_shorter(self):
+        # A variant added the old way, as a whole copy of the reference: tools/variants.py convert NAME.
+        for name in self.book.names():
+            for f in self.book.files(name):
+                if f.is_patch:
+                    continue
+                text = variants.read_text(f.stored)
+                best = self.book.smallest_patch(f, text)
+                if best is None:
+                    continue
+                base, patch = best
+                self.assertEqual(apply_patch(variants.read_text(ROOT / base), parse_patch(patch)), text, f.label)
+                self.assertGreaterEqual(len(variants.split_lines(patch)), len(variants.split_lines(text)),
+                                        f"{f.label} is stored whole, but is {base} with a few changes: "
+                                        f"run tools/variants.py convert {name}")
+
 
 if __name__ == "__main__":
     unittest.main()
