@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,7 +50,7 @@ VARIANTS = Path("grader/tests/broken")  # under the root
 BASE_TREES = ("solutions", "grader/tests/students/plain", "exercises")
 PATCH_SUFFIX = ".patch"
 CONTEXT = 3  # lines of context around each change, as diff -u and git diff give
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED = 0, 1  # 2: bad arguments (argparse)
 NO_NEWLINE = "\\ No newline at end of file\n"
 NEWLINE = "\n"
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -475,7 +475,7 @@ class Workbook:
                            f"{added} added (+)\n")
                 marked = marked_lines(read_text(self.root / base), text)
             else:
-                out.append(f"{VARIANTS / name / f.path}: a whole file, written from scratch\n")
+                out.append(f"{VARIANTS / name / f.path}: stored whole, not as a patch\n")
                 marked = [(" ", i + 1, line) for i, line in enumerate(split_lines(text))]
             out += gutter(marked, context)
         return "".join(out)
@@ -611,4 +611,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # tools/variants.py show NAME | head
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_OK)

@@ -217,7 +217,7 @@ class CommandsTest(unittest.TestCase):
         short = self.tool("show", "no_barrier", "--context", "1").stdout.splitlines()
         self.assertIn("   ... |", short)
         self.assertLess(len(short), 12)
-        self.assertIn("a whole file, written from scratch", self.tool("show", "scratch").stdout)
+        self.assertIn("stored whole, not as a patch", self.tool("show", "scratch").stdout)
 
     def test_edit_gives_the_whole_file_and_convert_takes_it_back(self):
         self.tool("convert", "no_barrier")
