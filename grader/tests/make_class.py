@@ -25,7 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "grader" / "tests"
 sys.path.insert(0, str(ROOT / "grader"))
+sys.path.insert(0, str(ROOT / "tools"))
 from driver.manifest import load_manifest, select_lessons  # noqa: E402
+import variants  # noqa: E402
 
 
 def lesson_expectation(lesson, status: str) -> dict:
@@ -53,9 +55,9 @@ class Source:
         return self.file(ROOT / "exercises", slug), self.exercises[slug]
 
     def variant(self, name, slug):
-        tree = TESTS / "broken" / name
-        expected = json.loads((tree / "expected.json").read_text())
-        return self.file(tree, slug), expected[slug]
+        """The variant's whole file (a patch applied to its base: tools/variants.py) and its verdicts."""
+        expected = json.loads((TESTS / "broken" / name / "expected.json").read_text())
+        return variants.Workbook(ROOT).tree(name)[f"{slug}/{self.lessons[slug].sources[0]}"], expected[slug]
 
 
 def write_tree(dest: Path, files: dict, lessons) -> None:

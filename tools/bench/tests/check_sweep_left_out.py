@@ -14,14 +14,15 @@ from typing import List, Optional
 from check_sweep import ROOT, SKIP, run  # it also puts tools/bench on the path
 from sweep_schema import left_out, read_sweep
 
+# Laid out whole in the build folder by the build (grader/tests/CMakeLists.txt, tools/variants.py).
 VARIANT = "grader/tests/broken/challenge_illegal_address"
 SIZES = (256, 512)
 
 
 def check(build_dir: str, out: str) -> Optional[List[str]]:
     """The problems found; None without a GPU."""
-    p = run([sys.executable, str(ROOT / "sweep"), "03", "--tree", VARIANT, "--no-build", "--build-dir", build_dir,
-             "--sizes", ",".join(map(str, SIZES)), "--no-reference", "--out", out])
+    p = run([sys.executable, str(ROOT / "sweep"), "03", "--tree", str(Path(build_dir) / VARIANT), "--no-build",
+             "--build-dir", build_dir, "--sizes", ",".join(map(str, SIZES)), "--no-reference", "--out", out])
     if p.returncode == 3:
         return None
     problems = [] if p.returncode == 1 else [f"./sweep exited {p.returncode}; expected 1 (a function left out)"]
