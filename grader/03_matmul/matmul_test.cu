@@ -360,24 +360,72 @@ std::string matrix_errors(Problem& p, const std::vector<float>& got, const workb
   return out.str();
 }
 
-// Elements written past the end of C: could the launch's extra threads (row >= M or col >= N,
-// there because the grid is rounded up to whole blocks) have written them?
-std::string guard_errors(const Shape& s, const workbook::GuardReport& guards, std::size_t size,
-                         const Evidence& evidence) {
-  const std::string facts = guards.describe(size) + ".\n";
-  if (evidence.block.x > 0 && guards.written_before == 0) {
-    const long long rows = (s.M + evidence.block.y - 1) / evidence.block.y * evidence.block.y;
-    const long long cols = (s.N + evidence.block.x - 1) / evidence.block.x * evidence.block.x;
-    const long long reach = (rows - 1) * s.N + (cols - 1) - 1LL * s.M * s.N;  // the farthest index past the end
-    // Evidence: the grid has threads past M or N, and every write past C lies within their reach.
-    if ((rows > s.M || cols > s.N) && static_cast<long long>(guards.farthest_after) <= reach) {
-      return facts + grader::hint(HintId::matrix_writes_outside,
-                                  "the grid is rounded up to whole blocks, so threads with row >= M or col >= N "
-                                  "exist, and the writes past the end lie where those threads would write: check "
-                                  "row < M && col < N before the store.");
+// The stores of a naive kernel without its bounds check, C[row * N + col] by every thread of the
+// grid rounded up to whole blocks of \p block, that threads with row >= M or col >= N make. Returns
+// the indices they reach past the end of C, as offsets from its end, up to \p guard of them (the
+// ones the guard region shows), in increasing order; \p inside receives, per element of C,
+// whether such a thread also stores to it (with the wrong value, racing the right one).
+std::vector<std::size_t> extra_threads_stores(const Shape& s, dim3 block, std::size_t guard,
+                                              std::vector<char>& inside) {
+  const long long M = s.M, N = s.N, size = M * N;
+  const long long rows = (M + block.y - 1) / block.y * block.y, cols = (N + block.x - 1) / block.x * block.x;
+  std::vector<char> past(guard, 0);
+  inside.assign(static_cast<std::size_t>(size), 0);
+  for (long long row = 0; row < rows; ++row) {
+    // In rows inside C only the columns past N store out of bounds; below C every column does.
+    for (long long col = row < M ? N : 0; col < cols; ++col) {
+      const long long i = row * N + col;
+      if (i < size) {
+        inside[static_cast<std::size_t>(i)] = 1;
+      } else if (i - size < static_cast<long long>(guard)) {
+        past[static_cast<std::size_t>(i - size)] = 1;
+      } else if (row >= M) {
+        break;  // the rest of this row lies further out still
+      }
     }
   }
-  return facts + "Something wrote outside C.";
+  std::vector<std::size_t> offsets;
+  for (std::size_t k = 0; k < guard; ++k) {
+    if (past[k]) offsets.push_back(k);
+  }
+  return offsets;
+}
+
+// Elements written past the end of C: were they written by the launch's extra threads (row >= M
+// or col >= N, there because the grid is rounded up to whole blocks) storing without a bounds
+// check? \p got and \p tol tell which elements inside C are wrong.
+std::string guard_errors(const Shape& s, const workbook::GuardReport& guards, const std::vector<float>& got,
+                         const std::vector<float>& want, const workbook::Tolerance& tol, const Evidence& evidence) {
+  const std::string facts = guards.describe(got.size()) + ".\n";
+  if (evidence.block.x == 0) return facts + "Something wrote outside C.";
+  const bool extra_threads_exist = (s.M + evidence.block.y - 1) / evidence.block.y * evidence.block.y > s.M ||
+                                   (s.N + evidence.block.x - 1) / evidence.block.x * evidence.block.x > s.N;
+  std::vector<char> reached_inside;
+  const std::vector<std::size_t> predicted =
+      extra_threads_stores(s, evidence.block, guards.guard_elements, reached_inside);
+  // Every wrong element inside C is one an extra thread also stores to: the right value raced with
+  // a wrong one. A wrong element no extra thread reaches has another cause.
+  bool wrong_only_where_reached = true;
+  for (std::size_t i = 0; i < got.size() && wrong_only_where_reached; ++i) {
+    const bool right = !workbook::is_poison(got[i]) && close_enough(got[i], want[i], tol);
+    if (!right && !reached_inside[i]) wrong_only_where_reached = false;
+  }
+  // Evidence: the grid has extra threads, nothing was written before C, the elements written past
+  // its end are exactly those the extra threads store to with C[row * N + col] (as far as the
+  // guard shows), and every wrong element inside C is one they store to as well.
+  if (extra_threads_exist && guards.written_before == 0 && guards.offsets_after == predicted &&
+      wrong_only_where_reached) {
+    return facts + grader::hint(HintId::matrix_writes_outside,
+                                "the elements written past the end of C are exactly those the grid's threads with "
+                                "row >= M or col >= N (there because the grid is rounded up to whole blocks of " +
+                                    std::to_string(evidence.block.x) + " x " + std::to_string(evidence.block.y) +
+                                    ") store to with C[row * N + col]: nothing stops them. Check row < M && col < "
+                                    "N before the store.");
+  }
+  return facts + "These are not exactly the elements that the grid's threads with row >= M or col >= N would "
+                 "store to with C[row * N + col]" +
+         (wrong_only_where_reached ? std::string() : ", and elements inside C that no such thread reaches are wrong") +
+         ", so the grader names no cause.";
 }
 
 // Waits for the GPU and checks C; \p what names the call that computed it, \p evidence says
@@ -390,7 +438,7 @@ void check_product(Problem& p, const std::string& what, const Evidence& evidence
   if (e.wrong == 0 && out.guards.intact()) return;
   std::string errors = e.wrong > 0 ? matrix_errors(p, out.values, tol, evidence) : std::string();
   if (!out.guards.intact()) {
-    errors += (errors.empty() ? "" : "\n") + guard_errors(p.shape, out.guards, out.values.size(), evidence);
+    errors += (errors.empty() ? "" : "\n") + guard_errors(p.shape, out.guards, out.values, p.expected(), tol, evidence);
   }
   FAIL(what << " computed a wrong C = A * B with M x N x K = " << p.shape.str() << ".\n" << errors);
 }
