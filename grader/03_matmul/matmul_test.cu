@@ -317,8 +317,16 @@ std::string matrix_errors(Problem& p, const std::vector<float>& got, const workb
                                               "C[row * N + col] = sum.");
     return out.str();
   }
-  // Evidence: NaN or infinity in C from inputs in [-1, 1], not explained by C itself (when
-  // evidence.run can repeat the call; without it reads_c_before_writing() checked nothing).
+  // Without a call to repeat, neither rerun above was made (the NaN may follow C's own NaN, or
+  // change from run to run): the facts only.
+  if (e.nonfinite > 0 && !evidence.run) {
+    out << e.nonfinite << " elements are NaN or infinite, though A and B hold only numbers between -1 and 1. The "
+        << "grader cannot repeat this call, so it cannot tell whether they come from C's own NaN (read before it "
+        << "is written) or from memory outside A and B.";
+    return out.str();
+  }
+  // Evidence: NaN or infinity in C from inputs in [-1, 1]; reruns on the same inputs gave the same
+  // C, and the same call started from C = 0 still gives some (reads_c_before_writing() said no).
   if (e.nonfinite > 0) {
     out << grader::hint(HintId::nan_outside_inputs,
                         std::to_string(e.nonfinite) + " elements are NaN or infinite, yet A and B hold only numbers "
@@ -347,7 +355,14 @@ std::string matrix_errors(Problem& p, const std::vector<float>& got, const workb
     return out.str();
   }
   // Evidence: every wrong element written, finite and within 4e-3 of the exact value (relative to
-  // |C| + 1), yet outside float32's tolerance.
+  // |C| + 1), yet outside float32's tolerance; reruns on the same inputs gave the same C (so a call
+  // the grader cannot repeat gets the facts only).
+  if (e.unwritten == 0 && e.worst_relative < 4e-3 && !evidence.run) {
+    out << "Every wrong element is close to the exact value (within 4e-3 of |C| + 1), yet further off than "
+           "float32 rounding allows for this K. The grader cannot repeat this call to see whether C changes from "
+           "run to run.";
+    return out.str();
+  }
   if (e.unwritten == 0 && e.worst_relative < 4e-3) {
     out << grader::hint(HintId::low_precision,
                         "every wrong element is close, but further off than float32 rounding allows for this K: is "
