@@ -9,6 +9,8 @@ namespace grader {
 
 std::string hint(HintId id, const std::string& text) { return std::string("Hint [") + hint_id_text(id) + "]: " + text; }
 
+std::string results_differ(const std::string& facts) { return kResultsDifferLabel + facts; }
+
 bool nothing_written(const workbook::ComparisonReport& comparison, const workbook::GuardReport& guards) {
   return comparison.count > 0 && comparison.unwritten == comparison.count && guards.intact();
 }
