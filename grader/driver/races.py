@@ -77,10 +77,10 @@ def follow_up(task, correctness: ComponentResult, run: Optional[SanitizerRun], r
             where += f" ({os.path.basename(first.location)})"
         text = hint("race", f"compute-sanitizer racecheck, run on this task's tests at small sizes, reported a "
                             f"shared-memory hazard in {where}: {first.headline}. Threads of a block access the "
-                            "same shared memory with no barrier between them, so which one comes first changes "
-                            "from run to run: a __syncthreads() is missing, after the loads (no thread may read a "
-                            "tile before it is complete) or after the inner loop (no thread may overwrite a tile "
-                            "another warp still reads).")
+                            "same shared memory with nothing ordering them, so which comes first changes from run "
+                            "to run: a barrier is missing between the two accesses it names, __syncthreads() "
+                            "across the block (in a tiled loop: after the loads, and after the tiles are used), "
+                            "__syncwarp() or shuffles within a warp.")
         added = f"{text}\nThe report, as racecheck printed it:\n{first.quote()}\nEvery report: {reproduce}"
     elif run is not None and _ran_the_tests(run, task.tag):
         record["racecheck"] = "no_hazard"
