@@ -41,6 +41,7 @@ GuardReport inspect_guards(const std::vector<std::uint32_t>& before, const std::
     if (report.written_after == 0) report.nearest_after = k;
     report.farthest_after = k;
     ++report.written_after;
+    report.offsets_after.push_back(k);
   }
   // before[before.size() - 1] is element -1, so walk it backwards.
   for (std::size_t k = 0; k < before.size(); ++k) {

@@ -31,6 +31,7 @@ TEST_CASE("a write at index n is the first element after the array", "[guard]") 
   CHECK(report.written_after == 1);
   CHECK(report.nearest_after == 0);
   CHECK(report.farthest_after == 0);
+  CHECK(report.offsets_after == std::vector<std::size_t>{0});
   CHECK_THAT(report.describe(100), ContainsSubstring("1 element past the end of the output was written (index 100)"));
 }
 
@@ -41,6 +42,8 @@ TEST_CASE("writes spread past the end report their extent", "[guard]") {
   const auto report = inspect_guards(before, after, kPattern);
   CHECK(report.written_after == 31);
   CHECK(report.farthest_after == 30);
+  CHECK(report.offsets_after.size() == 31);
+  CHECK(report.offsets_after.back() == 30);
   CHECK_THAT(report.describe(1), ContainsSubstring("31 elements past the end of the output were written (indices 1 .. 31"));
 }
 

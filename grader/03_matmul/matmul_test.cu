@@ -31,6 +31,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using grader::HintId;
@@ -51,6 +52,13 @@ __global__ void naive_at_b(const float* At, const float* B, float* C, int M, int
     for (int k = 0; k < K; ++k) dot += At[k * M + r] * B[k * N + c];
     C[r * N + c] = dot;
   }
+}
+
+// Writes \p value into \p words floats of dynamic shared memory: fill_shared_memory() launches it
+// on every SM, so that whatever a later block reads from shared memory it never wrote is \p value.
+__global__ void fill_shared_memory(float value, int words) {
+  extern __shared__ float shared[];
+  for (int i = threadIdx.x; i < words; i += blockDim.x) shared[i] = value;
 }
 
 }  // namespace matmul_grader
@@ -243,15 +251,37 @@ bool only_edge_tiles_wrong(const Shape& s, const MatrixErrors& e, const Evidence
   return pe.wrong > 0 && pe.all_in_edge_tiles;
 }
 
+// Fills the shared memory of every SM with \p value (as much as one block may have, two blocks per
+// SM so that each SM runs one). Shared memory a kernel never writes holds whatever the block before
+// it on that SM left, which may well repeat itself from run to run; filled with a different value
+// before each rerun, it makes such a read give different results every time, as a race may. Which
+// of the two it is, racecheck tells (grader/driver/races.py).
+void fill_shared_memory(float value) {
+  static const std::pair<int, int> bytes_and_blocks = [] {
+    int optin = 0, sms = 0;
+    WORKBOOK_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+    WORKBOOK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    WORKBOOK_CUDA_CHECK(cudaFuncSetAttribute(matmul_grader::fill_shared_memory,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    return std::pair<int, int>{optin, 2 * sms};
+  }();
+  const auto [bytes, blocks] = bytes_and_blocks;
+  matmul_grader::fill_shared_memory<<<blocks, 1024, bytes>>>(value, bytes / int(sizeof(float)));
+  WORKBOOK_CHECK_LAUNCH();
+}
+
 // How many elements differ when \p evidence.run computes the same product again (up to three
-// times, stopping at the first difference): a race shows as results that change from run to
-// run. A race can also repeat itself exactly; then this proves nothing.
-// Differences within \p tol are rounding (atomics add in any order) and do not count.
+// times, stopping at the first difference), with every SM's shared memory filled with a new value
+// before each run. Results that change from run to run are a fact, not a cause: threads that race
+// do that, and so does a read of memory nobody wrote. Either can also repeat itself exactly; then
+// this proves nothing. Differences within \p tol are rounding (atomics add in any order) and do
+// not count.
 std::size_t differences_between_runs(Problem& p, const std::vector<float>& got, const Evidence& evidence,
                                      const workbook::Tolerance& tol) {
   std::size_t differ = 0;
   for (int again = 0; again < 3 && differ == 0 && evidence.run; ++again) {
     p.C.poison();
+    fill_shared_memory(0.5f * float(again + 1));
     evidence.run(p);
     grader::synchronize("the same product again, to compare two runs");
     const std::vector<float> other = p.C.download();
@@ -298,15 +328,13 @@ std::string matrix_errors(Problem& p, const std::vector<float>& got, const workb
     out << edge_tile_hint(where);
     return out.str();
   }
-  // Evidence: the same call, rerun on the same inputs from C poisoned again, gave elements that
-  // differ from the first run by more than the tolerance.
+  // The same call, rerun on the same inputs from C poisoned again, gave elements that differ from
+  // the first run by more than the tolerance. A fact, labelled for the driver, not a cause: a race
+  // does that, and so does a read of memory nobody wrote. The driver runs racecheck on the task
+  // and names a race only when racecheck reports one (grader/driver/races.py).
   if (const std::size_t differ = differences_between_runs(p, got, evidence, tol); differ > 0) {
-    out << grader::hint(HintId::race, "the same inputs gave different results in two runs (" +
-                                          std::to_string(differ) + " elements differ between them): threads race. "
-                                          "In a tiled kernel that is shared memory with a __syncthreads() missing: "
-                                          "after the loads (nobody reads a tile before it is complete) or after the "
-                                          "inner loop (nobody overwrites a tile another warp still reads). ./grade "
-                                          "--sanitize 03 runs racecheck, which names the line.");
+    out << grader::results_differ("the same inputs gave different results in two runs (" + std::to_string(differ) +
+                                  " elements differ between them).");
     return out.str();
   }
   // Evidence: NaN or infinity in C, and none when the same call starts from C = 0.
@@ -317,8 +345,16 @@ std::string matrix_errors(Problem& p, const std::vector<float>& got, const workb
                                               "C[row * N + col] = sum.");
     return out.str();
   }
-  // Evidence: NaN or infinity in C from inputs in [-1, 1], not explained by C itself (when
-  // evidence.run can repeat the call; without it reads_c_before_writing() checked nothing).
+  // Without a call to repeat, neither rerun above was made (the NaN may follow C's own NaN, or
+  // change from run to run): the facts only.
+  if (e.nonfinite > 0 && !evidence.run) {
+    out << e.nonfinite << " elements are NaN or infinite, though A and B hold only numbers between -1 and 1. The "
+        << "grader cannot repeat this call, so it cannot tell whether they come from C's own NaN (read before it "
+        << "is written) or from memory outside A and B.";
+    return out.str();
+  }
+  // Evidence: NaN or infinity in C from inputs in [-1, 1]; reruns on the same inputs gave the same
+  // C, and the same call started from C = 0 still gives some (reads_c_before_writing() said no).
   if (e.nonfinite > 0) {
     out << grader::hint(HintId::nan_outside_inputs,
                         std::to_string(e.nonfinite) + " elements are NaN or infinite, yet A and B hold only numbers "
@@ -347,7 +383,14 @@ std::string matrix_errors(Problem& p, const std::vector<float>& got, const workb
     return out.str();
   }
   // Evidence: every wrong element written, finite and within 4e-3 of the exact value (relative to
-  // |C| + 1), yet outside float32's tolerance.
+  // |C| + 1), yet outside float32's tolerance; reruns on the same inputs gave the same C (so a call
+  // the grader cannot repeat gets the facts only).
+  if (e.unwritten == 0 && e.worst_relative < 4e-3 && !evidence.run) {
+    out << "Every wrong element is close to the exact value (within 4e-3 of |C| + 1), yet further off than "
+           "float32 rounding allows for this K. The grader cannot repeat this call to see whether C changes from "
+           "run to run.";
+    return out.str();
+  }
   if (e.unwritten == 0 && e.worst_relative < 4e-3) {
     out << grader::hint(HintId::low_precision,
                         "every wrong element is close, but further off than float32 rounding allows for this K: is "
@@ -360,24 +403,72 @@ std::string matrix_errors(Problem& p, const std::vector<float>& got, const workb
   return out.str();
 }
 
-// Elements written past the end of C: could the launch's extra threads (row >= M or col >= N,
-// there because the grid is rounded up to whole blocks) have written them?
-std::string guard_errors(const Shape& s, const workbook::GuardReport& guards, std::size_t size,
-                         const Evidence& evidence) {
-  const std::string facts = guards.describe(size) + ".\n";
-  if (evidence.block.x > 0 && guards.written_before == 0) {
-    const long long rows = (s.M + evidence.block.y - 1) / evidence.block.y * evidence.block.y;
-    const long long cols = (s.N + evidence.block.x - 1) / evidence.block.x * evidence.block.x;
-    const long long reach = (rows - 1) * s.N + (cols - 1) - 1LL * s.M * s.N;  // the farthest index past the end
-    // Evidence: the grid has threads past M or N, and every write past C lies within their reach.
-    if ((rows > s.M || cols > s.N) && static_cast<long long>(guards.farthest_after) <= reach) {
-      return facts + grader::hint(HintId::matrix_writes_outside,
-                                  "the grid is rounded up to whole blocks, so threads with row >= M or col >= N "
-                                  "exist, and the writes past the end lie where those threads would write: check "
-                                  "row < M && col < N before the store.");
+// The stores of a naive kernel without its bounds check, C[row * N + col] by every thread of the
+// grid rounded up to whole blocks of \p block, that threads with row >= M or col >= N make. Returns
+// the indices they reach past the end of C, as offsets from its end, up to \p guard of them (the
+// ones the guard region shows), in increasing order; \p inside receives, per element of C,
+// whether such a thread also stores to it (with the wrong value, racing the right one).
+std::vector<std::size_t> extra_threads_stores(const Shape& s, dim3 block, std::size_t guard,
+                                              std::vector<char>& inside) {
+  const long long M = s.M, N = s.N, size = M * N;
+  const long long rows = (M + block.y - 1) / block.y * block.y, cols = (N + block.x - 1) / block.x * block.x;
+  std::vector<char> past(guard, 0);
+  inside.assign(static_cast<std::size_t>(size), 0);
+  for (long long row = 0; row < rows; ++row) {
+    // In rows inside C only the columns past N store out of bounds; below C every column does.
+    for (long long col = row < M ? N : 0; col < cols; ++col) {
+      const long long i = row * N + col;
+      if (i < size) {
+        inside[static_cast<std::size_t>(i)] = 1;
+      } else if (i - size < static_cast<long long>(guard)) {
+        past[static_cast<std::size_t>(i - size)] = 1;
+      } else if (row >= M) {
+        break;  // the rest of this row lies further out still
+      }
     }
   }
-  return facts + "Something wrote outside C.";
+  std::vector<std::size_t> offsets;
+  for (std::size_t k = 0; k < guard; ++k) {
+    if (past[k]) offsets.push_back(k);
+  }
+  return offsets;
+}
+
+// Elements written past the end of C: were they written by the launch's extra threads (row >= M
+// or col >= N, there because the grid is rounded up to whole blocks) storing without a bounds
+// check? \p got and \p tol tell which elements inside C are wrong.
+std::string guard_errors(const Shape& s, const workbook::GuardReport& guards, const std::vector<float>& got,
+                         const std::vector<float>& want, const workbook::Tolerance& tol, const Evidence& evidence) {
+  const std::string facts = guards.describe(got.size()) + ".\n";
+  if (evidence.block.x == 0) return facts + "Something wrote outside C.";
+  const bool extra_threads_exist = (s.M + evidence.block.y - 1) / evidence.block.y * evidence.block.y > s.M ||
+                                   (s.N + evidence.block.x - 1) / evidence.block.x * evidence.block.x > s.N;
+  std::vector<char> reached_inside;
+  const std::vector<std::size_t> predicted =
+      extra_threads_stores(s, evidence.block, guards.guard_elements, reached_inside);
+  // Every wrong element inside C is one an extra thread also stores to: the right value raced with
+  // a wrong one. A wrong element no extra thread reaches has another cause.
+  bool wrong_only_where_reached = true;
+  for (std::size_t i = 0; i < got.size() && wrong_only_where_reached; ++i) {
+    const bool right = !workbook::is_poison(got[i]) && close_enough(got[i], want[i], tol);
+    if (!right && !reached_inside[i]) wrong_only_where_reached = false;
+  }
+  // Evidence: the grid has extra threads, nothing was written before C, the elements written past
+  // its end are exactly those the extra threads store to with C[row * N + col] (as far as the
+  // guard shows), and every wrong element inside C is one they store to as well.
+  if (extra_threads_exist && guards.written_before == 0 && guards.offsets_after == predicted &&
+      wrong_only_where_reached) {
+    return facts + grader::hint(HintId::matrix_writes_outside,
+                                "the elements written past the end of C are exactly those the grid's threads with "
+                                "row >= M or col >= N (there because the grid is rounded up to whole blocks of " +
+                                    std::to_string(evidence.block.x) + " x " + std::to_string(evidence.block.y) +
+                                    ") store to with C[row * N + col]: nothing stops them. Check row < M && col < "
+                                    "N before the store.");
+  }
+  return facts + "These are not exactly the elements that the grid's threads with row >= M or col >= N would "
+                 "store to with C[row * N + col]" +
+         (wrong_only_where_reached ? std::string() : ", and elements inside C that no such thread reaches are wrong") +
+         ", so the grader names no cause.";
 }
 
 // Waits for the GPU and checks C; \p what names the call that computed it, \p evidence says
@@ -390,7 +481,7 @@ void check_product(Problem& p, const std::string& what, const Evidence& evidence
   if (e.wrong == 0 && out.guards.intact()) return;
   std::string errors = e.wrong > 0 ? matrix_errors(p, out.values, tol, evidence) : std::string();
   if (!out.guards.intact()) {
-    errors += (errors.empty() ? "" : "\n") + guard_errors(p.shape, out.guards, out.values.size(), evidence);
+    errors += (errors.empty() ? "" : "\n") + guard_errors(p.shape, out.guards, out.values, p.expected(), tol, evidence);
   }
   FAIL(what << " computed a wrong C = A * B with M x N x K = " << p.shape.str() << ".\n" << errors);
 }

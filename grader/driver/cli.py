@@ -17,7 +17,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import build, gpu_processes, progress, sanitizer, skeleton
+from . import build, gpu_processes, progress, races, sanitizer, skeleton
 from .file_lock import LockError
 from .gpu_lock import GpuLock
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
@@ -61,7 +61,9 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
                "correctness tests run side by side, and performance is timed alone, one grading at a time.\n"
                "\n"
                "A task that passes has its correctness tests run once more under compute-sanitizer (small sizes, the\n"
-               "tools the lesson names): an error it reports fails the task, with its first report quoted.",
+               "tools the lesson names): an error it reports fails the task, with its first report quoted. A task that\n"
+               "fails because the same inputs gave different results has its tests run once under racecheck: only a\n"
+               "shared-memory hazard racecheck reports is called a race.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("lessons", nargs="*", metavar="LESSON",
                         help="lesson number, slug or name, or LESSON.TASK for one task (default: all)")
@@ -150,7 +152,9 @@ class Grader:
 
     A lesson is graded in three steps: the correctness of every task; then, for the tasks that
     passed, the check of the pass under compute-sanitizer (one process per tool for all of them,
-    at the sanitizer mode's small sizes); then the performance of the tasks still passing."""
+    at the sanitizer mode's small sizes), and for the tasks that failed because the same inputs
+    gave different results, one racecheck run each (races.py); then the performance of the tasks
+    still passing."""
 
     def __init__(self, args: argparse.Namespace, index: dict, reference: Optional[Dict[str, str]], device: dict,
                  seed: int, tree: str = "", code: Optional["CodeState"] = None):
@@ -163,6 +167,7 @@ class Grader:
         self.gpu = GpuLock.for_device(device, tree, say=self._interrupt)
         self._line = ""  # the progress line of the task being graded, so far
         self.sanitizer, why = sanitizer.find_sanitizer(index)
+        self.no_sanitizer_why = why  # "" when there is one
         # The check of each pass under compute-sanitizer: on unless asked off, or already the whole
         # run is under the sanitizer (--sanitize). Without compute-sanitizer it is left out, and
         # one line (self.notes, under the scoreboard's header) says so.
@@ -278,6 +283,25 @@ class Grader:
         self._end_line()
         return outcomes
 
+    def _results_differ(self, program: str, lesson: Lesson, task, correctness: ComponentResult, elapsed_s: float,
+                        wall: Dict[str, float]) -> ComponentResult:
+        """A task whose tests saw the same inputs give different results: its correctness tests once
+        more under racecheck, at the sanitizer mode's small sizes, and the verdict races.py makes of
+        what racecheck reported. Under --sanitize the run itself was under the task's tools."""
+        reproduce = self.reproduce(lesson, task)
+        if self.sanitizer is None:
+            return races.follow_up(task, correctness, None, reproduce,
+                                   f"there is no compute-sanitizer here ({self.no_sanitizer_why})")
+        self._say(f"  {lesson.slug} task {task.id}: results differ between runs; racecheck ")
+        run = self._check_run(program, lesson, [task], "racecheck", elapsed_s)
+        wall["sanitizer_check"] += run.phase.elapsed_s
+        verdict = races.follow_up(task, correctness, run, reproduce)
+        outcome = verdict.extra_data["results_differ"]["racecheck"]
+        self._say({"hazard": "reported a shared-memory hazard", "no_hazard": "reported no hazard"}.get(
+            outcome, "did not finish") + f" ({run.phase.elapsed_s:.0f} s)")
+        self._end_line()
+        return verdict
+
     @staticmethod
     def _word(outcome: ToolOutcome) -> str:
         return {CHECK_CLEAN: "clean", CHECK_FINDING: "FOUND ERRORS", CHECK_TIMED_OUT: "did not finish in time",
@@ -326,6 +350,12 @@ class Grader:
                 if not verdicts[task.id].passed:
                     print(f"  {lesson.slug} task {task.id}: correctness {STATUS_LABELS[verdicts[task.id].status]} "
                           f"({verdicts[task.id].summary})", flush=True)
+
+        if not self.args.sanitize:
+            for task in lesson.tasks:
+                if races.results_differ(verdicts[task.id]):
+                    verdicts[task.id] = self._results_differ(program, lesson, task, verdicts[task.id],
+                                                             elapsed[task.id], wall)
 
         results = []
         for task in lesson.tasks:

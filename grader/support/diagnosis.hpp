@@ -21,6 +21,18 @@ namespace grader {
 /// check that was beside the call.
 std::string hint(HintId id, const std::string& text);
 
+/// "Seen [results-differ]: the same inputs gave ...": the observation, labelled for the driver,
+/// that one call on the same inputs gave different results in two runs. It names no cause: a race
+/// (a barrier missing) does that, and so does a read of memory nobody wrote (shared memory a tile
+/// load skipped), whose content changes from run to run. The driver (grader/driver/races.py) runs
+/// the task's tests once more under compute-sanitizer racecheck and prints Hint [race] only when
+/// racecheck reports a shared-memory hazard; otherwise it adds what was seen and how to look.
+/// \p facts: "the same inputs gave different results in two runs (37 elements differ between them)".
+std::string results_differ(const std::string& facts);
+
+/// The label results_differ() puts before its facts; grader/driver/races.py reads the same.
+constexpr const char* kResultsDifferLabel = "Seen [results-differ]: ";
+
 /// The facts and, where proven, a hint for an output of \p n elements, given its comparison
 /// with the reference and its guard report. \p threads is how many threads the launch that
 /// wrote it started (grid x block), or -1 when the grader does not know the launch. Empty

@@ -31,6 +31,9 @@ struct GuardReport {
   std::size_t nearest_after = 0;   ///< smallest k such that element n+k was written
   std::size_t farthest_after = 0;  ///< largest such k
   std::size_t guard_elements = 0;  ///< guard size on each side
+  /// Every k such that element n+k was written, in increasing order: which elements, not only
+  /// how many, for a diagnosis that must match a pattern exactly (lesson 03's missing bounds check).
+  std::vector<std::size_t> offsets_after;
 
   /// True when neither guard was touched.
   bool intact() const { return written_before == 0 && written_after == 0; }

@@ -52,6 +52,21 @@ TEST_CASE("writing element n is diagnosed as off by one", "[diagnosis]") {
   CHECK(hint_ids(text) == Ids{"off-by-one-end"});
 }
 
+TEST_CASE("element n written while the inside is wrong names no cause", "[diagnosis]") {
+  // y[i + 1] = ... for i < n: element 0 never written, 1 .. n-1 shifted, element n written. The
+  // bounds check is i < n; the index is what is wrong, so off-by-one-end must not fire.
+  const std::vector<float> expected{1, 2, 3};
+  const std::vector<float> got{workbook::poison_value(), 1, 2};
+  const std::string text = grader::diagnose(compare(got, expected), written_after(0, 0), 3, 3);
+  CHECK(hint_ids(text).empty());
+  CHECK_THAT(text, ContainsSubstring("index 3"));
+  CHECK_THAT(text, ContainsSubstring("Inside the array: 3 of 3 elements are wrong"));
+  CHECK_THAT(text, ContainsSubstring("names no cause"));
+  // A value wrong inside, element n written: no cause either.
+  const std::vector<float> one_wrong{1, 5, 3};
+  CHECK(hint_ids(grader::diagnose(compare(one_wrong, expected), written_after(0, 0), 3)).empty());
+}
+
 TEST_CASE("writes past n by exactly the launch's extra threads prove a missing bounds check", "[diagnosis]") {
   const std::vector<float> v(1000, 1.0f);
   // 4 blocks of 256 for n = 1000: threads 1000 .. 1023 are the extra ones.
@@ -61,6 +76,10 @@ TEST_CASE("writes past n by exactly the launch's extra threads prove a missing b
   // Without the launch, or with a launch that does not explain the writes: no cause is named.
   CHECK(hint_ids(grader::diagnose(compare(v, v), written_after(0, 23), 1000)).empty());
   CHECK(hint_ids(grader::diagnose(compare(v, v), written_after(0, 23), 1000, 2048)).empty());
+  // The same writes past the end with a wrong element inside: no cause is named.
+  std::vector<float> got = v;
+  got[10] = 2.0f;
+  CHECK(hint_ids(grader::diagnose(compare(got, v), written_after(0, 23), 1000, 1024)).empty());
 }
 
 TEST_CASE("writes that end exactly at 4n - 1 point at a bound in bytes", "[diagnosis]") {
@@ -69,6 +88,7 @@ TEST_CASE("writes that end exactly at 4n - 1 point at a bound in bytes", "[diagn
   CHECK_THAT(text, ContainsSubstring("4n - 1"));
   CHECK(hint_ids(text) == Ids{"counts-bytes"});
   CHECK(hint_ids(grader::diagnose(compare(v, v), written_after(0, 9), 3, 64)).empty());
+  CHECK(hint_ids(grader::diagnose(compare({1, 2, 4}, v), written_after(0, 8), 3, 64)).empty());  // inside wrong
 }
 
 TEST_CASE("writing before element 0 is named", "[diagnosis]") {
@@ -95,6 +115,14 @@ TEST_CASE("an unwritten tail is blamed on the grid only when the threads ran out
     const std::string text = grader::diagnose(report, {}, 10, 12);
     CHECK_THAT(text, ContainsSubstring("enough for every element"));
     CHECK(hint_ids(text) == Ids{"index-misses-tail"});
+  }
+  SECTION("the tail starts where the threads end, but a written element is wrong too: described, no cause") {
+    std::vector<float> also_wrong = got;
+    also_wrong[2] = 7.0f;
+    const std::string text = grader::diagnose(compare(also_wrong, expected), {}, 10, 6);
+    CHECK(hint_ids(text).empty());
+    CHECK_THAT(text, ContainsSubstring("the launch had 6 threads for n = 10"));
+    CHECK_THAT(text, ContainsSubstring("some elements that were written are wrong too"));
   }
   SECTION("the launch unknown, or too few threads that do not end at the tail: described, no cause") {
     CHECK(hint_ids(grader::diagnose(report, {}, 10)).empty());
