@@ -54,13 +54,6 @@ __global__ void naive_at_b(const float* At, const float* B, float* C, int M, int
   }
 }
 
-// Writes \p value into \p words floats of dynamic shared memory: fill_shared_memory() launches it
-// on every SM, so that whatever a later block reads from shared memory it never wrote is \p value.
-__global__ void fill_shared_memory(float value, int words) {
-  extern __shared__ float shared[];
-  for (int i = threadIdx.x; i < words; i += blockDim.x) shared[i] = value;
-}
-
 }  // namespace matmul_grader
 
 namespace {
@@ -251,25 +244,6 @@ bool only_edge_tiles_wrong(const Shape& s, const MatrixErrors& e, const Evidence
   return pe.wrong > 0 && pe.all_in_edge_tiles;
 }
 
-// Fills the shared memory of every SM with \p value (as much as one block may have, two blocks per
-// SM so that each SM runs one). Shared memory a kernel never writes holds whatever the block before
-// it on that SM left, which may well repeat itself from run to run; filled with a different value
-// before each rerun, it makes such a read give different results every time, as a race may. Which
-// of the two it is, racecheck tells (grader/driver/races.py).
-void fill_shared_memory(float value) {
-  static const std::pair<int, int> bytes_and_blocks = [] {
-    int optin = 0, sms = 0;
-    WORKBOOK_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-    WORKBOOK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    WORKBOOK_CUDA_CHECK(cudaFuncSetAttribute(matmul_grader::fill_shared_memory,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-    return std::pair<int, int>{optin, 2 * sms};
-  }();
-  const auto [bytes, blocks] = bytes_and_blocks;
-  matmul_grader::fill_shared_memory<<<blocks, 1024, bytes>>>(value, bytes / int(sizeof(float)));
-  WORKBOOK_CHECK_LAUNCH();
-}
-
 // How many elements differ when \p evidence.run computes the same product again (up to three
 // times, stopping at the first difference), with every SM's shared memory filled with a new value
 // before each run. Results that change from run to run are a fact, not a cause: threads that race
@@ -281,7 +255,7 @@ std::size_t differences_between_runs(Problem& p, const std::vector<float>& got, 
   std::size_t differ = 0;
   for (int again = 0; again < 3 && differ == 0 && evidence.run; ++again) {
     p.C.poison();
-    fill_shared_memory(0.5f * float(again + 1));
+    grader::fill_shared_memory(0.5f * float(again + 1));
     evidence.run(p);
     grader::synchronize("the same product again, to compare two runs");
     const std::vector<float> other = p.C.download();

@@ -49,6 +49,8 @@ float sum_from(const Subject& s, Data& d, Output& o, float start, const std::vec
                const std::string& what) {
   o.workspace.upload(workspace);
   o.out.upload({start});
+  static int reruns = 0;  // shared memory nobody writes holds another value on every rerun
+  grader::fill_shared_memory(0.25f * float(++reruns));
   s.run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
   grader::synchronize(s.name + " " + what);
   return o.out.download()[0];
@@ -79,11 +81,10 @@ std::string sum_errors(const Subject& s, Data& d, Output& o, float got, bool unw
     const bool differ = std::isfinite(got) != std::isfinite(other) ||
                         (std::isfinite(got) && !within(other, got, 2 * tolerance));
     if (differ) {
-      return out.str() + grader::hint(HintId::reduction_race, "the same input gave " + workbook::format_value(got) +
-                                      " and then " + workbook::format_value(other) + ": threads race. In a tree that "
-                                      "is a __syncthreads() missing between two levels, or a warp stage that reads "
-                                      "shared memory without __syncwarp() or shuffles. ./grade --sanitize 04 runs "
-                                      "racecheck, which names the line.");
+      // A fact, no cause: a race does this, and so does a read of shared memory or workspace
+      // nobody wrote, or float atomics adding in another order. The driver asks racecheck.
+      return out.str() + grader::results_differ("the same input gave " + workbook::format_value(got) + " and then " +
+                                                workbook::format_value(other) + " in two runs from the same state.");
     }
   }
   // The result follows what *out held: start it at 0, then at V, the workspace the same both times.
@@ -524,9 +525,11 @@ void check_blocks(Data& d, int block, const std::string& what) {
   if (!out.guards.intact()) msg << "It wrote outside block_sums[0 .. " << grid - 1 << "]: " << out.guards.describe(grid) << ".\n";
   if (e.wrong == 0) FAIL(msg.str());
 
-  // The evidence, most specific first.
+  // The evidence, most specific first. Each rerun finds every SM's shared memory refilled with
+  // another value, so a read of shared memory no thread wrote changes the result too.
   for (int again = 0; again < 3; ++again) {
     sums.poison();
+    grader::fill_shared_memory(0.5f * float(again + 1));
     launch_block(d.device.data(), n, sums.data(), block);
     grader::synchronize(what + ", again");
     const std::vector<float> other = sums.download();
@@ -536,11 +539,8 @@ void check_blocks(Data& d, int block, const std::string& what) {
       differ += fa != fb || (fa && !within(other[b], out.values[b], 1e-3 * (std::abs(out.values[b]) + 1)));
     }
     if (differ > 0) {  // evidence: relaunched on the same input into poisoned sums, some block's sum changed
-      FAIL(msg.str() << grader::hint(HintId::reduction_race, "the same input gave different block sums in two runs "
-                                     "(" + std::to_string(differ) + " blocks differ): threads race. Every level of the "
-                                     "tree reads sums the level before wrote, so a __syncthreads() must separate "
-                                     "them (and a warp stage needs shuffles or __syncwarp()). ./grade --sanitize 04 "
-                                     "runs racecheck, which names the line."));
+      FAIL(msg.str() << grader::results_differ("the same input gave different block sums in two runs (" +
+                                               std::to_string(differ) + " blocks differ)."));
     }
   }
   if (n % block != 0 && (grid == 1 || e.only_last)) {

@@ -80,6 +80,13 @@ enum class WaitEvent {
 void set_wait_reporter(
     std::function<void(const std::string& what, WaitEvent event, const std::string& cuda_error)> reporter);
 
+/// Fills the shared memory of every SM with \p value (as much as one block may have, two blocks
+/// per SM so that each SM runs one), and waits. Shared memory a kernel never writes holds whatever
+/// the block before it on that SM left, which may well repeat itself from run to run; filled with
+/// a different value before each rerun, it makes such a read give different results every time,
+/// as a race may. Which of the two it is, racecheck tells (grader/driver/races.py).
+void fill_shared_memory(float value);
+
 /// Sizes every correctness test covers, in increasing order: 1, warp size -1/0/+1, \p block
 /// -1/0/+1, 1000 and a prime that are not multiples of any block size, two seeded random sizes, and
 /// \p large (skipped under the sanitizer).
