@@ -18,10 +18,6 @@ from typing import List, Optional, Tuple
 # The exit status compute-sanitizer gives a run with findings (--error-exitcode).
 ERROR_EXIT_CODE = 86
 
-# Bytes of invalid memory memcheck puts after every allocation (--padding): a float4 read past
-# the end is 16 bytes at most.
-MEMCHECK_PADDING_BYTES = 256
-
 
 def find_sanitizer(index: dict) -> Tuple[Optional[str], str]:
     """The compute-sanitizer to run, and "" ; or None and why there is none. The build index
@@ -53,10 +49,7 @@ def command(executable: str, tool: str, *, check: bool = False) -> List[str]:
     prefix = [executable, "--tool", tool, "--error-exitcode", str(ERROR_EXIT_CODE),
               "--print-limit", "10" if check else "20", "--show-backtrace", "device"]
     if tool == "memcheck":
-        # --padding: an invalid region after every allocation, so that a read just past an
-        # array's end is seen; without it, such a read lands in the allocation's rounding or the
-        # next allocation, and memcheck sees nothing (PLATFORM.md).
-        prefix += ["--track-stream-ordered-races", "all", "--padding", str(MEMCHECK_PADDING_BYTES)]
+        prefix += ["--track-stream-ordered-races", "all"]
     if check:
         prefix += ["--report-api-errors", "no"]
     return prefix
