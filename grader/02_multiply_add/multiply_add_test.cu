@@ -543,9 +543,12 @@ TEST_CASE("Task 2: launch_multiply_add keeps its contract for every size and con
   // Everything on the stream it is given; it returns without waiting; nothing left behind.
   const grader::Contract contract = grader::given_stream_contract("launch_multiply_add");
   workbook::Stream stream(cudaStreamNonBlocking);
-  for (const std::size_t n : {std::size_t(1), std::size_t(1000), std::size_t(65537), (std::size_t(1) << 20) + 3}) {
+  // The correctness tests' sizes, the large one included: a launcher that honours its stream only
+  // below some size is caught at that size.
+  const std::size_t large = workbook::fit_in_free_memory(kLargeCorrectness, 3);
+  for (const std::size_t n : grader::test_sizes(256, large)) {
+    Problem p(n, "task 2 contract");
     for (const LaunchConfig config : {LaunchConfig{256, 0}, LaunchConfig{128, 7}, LaunchConfig{1024, 0}}) {
-      Problem p(n, "task 2 contract");
       const std::string text = "launch_multiply_add(n = " + std::to_string(n) + ", block " +
                                std::to_string(config.block) + ", grid " +
                                (config.grid ? std::to_string(config.grid) : std::string("auto")) + ", stream)";
