@@ -210,6 +210,26 @@ void check_waits(const Contract& contract, const Trace& t, const Handles& own, s
       waits.add(c.name + " (it waits for all work on the GPU before it frees)");
     }
   }
+  // Polling is waiting too: a cudaStreamQuery or cudaEventQuery that answered "not ready", then
+  // a later one on the same stream or event that answered "done" (a loop until the GPU finished).
+  std::map<const void*, std::size_t> not_ready;  // handle -> queries that answered cudaErrorNotReady
+  for (const TracedCall& c : t.calls) {
+    const bool stream_query = c.name == "cudaStreamQuery", event_query = c.name == "cudaEventQuery";
+    if (!stream_query && !event_query) continue;
+    const void* handle = stream_query ? static_cast<const void*>(c.stream) : c.pointer;
+    if (c.result == cudaErrorNotReady) {
+      ++not_ready[handle];
+      continue;
+    }
+    const auto polled = not_ready.find(handle);
+    if (c.result != cudaSuccess || polled == not_ready.end()) continue;
+    const bool allowed = !never && (stream_query ? own.streams.count(c.stream) > 0 : own.events.count(c.pointer) > 0);
+    if (!allowed) {
+      waits.add(c.name + " in a loop until " + (stream_query ? stream_text(c.stream) : std::string("its event")) +
+                " was done (" + std::to_string(polled->second + 1) + " queries): polling is waiting");
+    }
+    not_ready.erase(polled);
+  }
   if (waits.empty()) return;
   std::string facts = "it waited for the GPU: " + waits.text() + ", where " +
                       (never ? std::string("it must return without waiting")

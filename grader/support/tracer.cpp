@@ -427,6 +427,13 @@ void decode_call(CUpti_CallbackId id, const CUpti_CallbackData* data, TracedCall
     case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
       call.pointer = params_of<cudaEventSynchronize_v3020_params>(data).event;
       break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020:
+      call.pointer = params_of<cudaEventQuery_v3020_params>(data).event;
+      break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000:
+      with_stream(params_of<cudaStreamQuery_v3020_params>(data).stream);
+      break;
     case CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000: {
       const auto& p = params_of<cudaHostRegister_v4000_params>(data);
       call.pointer = p.ptr;

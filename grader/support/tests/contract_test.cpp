@@ -160,6 +160,34 @@ TEST_CASE("waits: what a function may wait for", "[contract]") {
   CHECK_THAT(report(never, process_call(), frees), ContainsSubstring("cudaFree (it waits for all work on the GPU"));
 }
 
+TEST_CASE("waits: polling until the GPU is done is waiting", "[contract]") {
+  grader::Contract never = process_contract();
+  never.waits = grader::Waits::Never;
+  never.finishes_before_return = false;
+  const auto query = [](cudaStream_t s, cudaError_t result) {
+    grader::TracedCall c = on("cudaStreamQuery", s);
+    c.result = result;
+    return c;
+  };
+  grader::Trace polled = good_pipeline();
+  for (int i = 0; i < 3; ++i) polled.calls.push_back(query(kOwn, cudaErrorNotReady));
+  polled.calls.push_back(query(kOwn, cudaSuccess));
+  CHECK_THAT(report(never, process_call(), polled),
+             ContainsSubstring("cudaStreamQuery in a loop until stream 0x1000 was done (4 queries): polling is waiting"));
+  // Its own stream is fine where it may wait for its own work; another's is not.
+  CHECK(grader::contract_violations(process_contract(), process_call(), polled).empty());
+  grader::Trace others = good_pipeline();
+  others.calls.push_back(query(kOther, cudaErrorNotReady));
+  others.calls.push_back(query(kOther, cudaSuccess));
+  CHECK_THAT(report(process_contract(), process_call(), others), ContainsSubstring("polling is waiting"));
+  // One look that found the work not done, and no more: no wait.
+  grader::Trace glance = good_pipeline();
+  glance.calls.push_back(query(kOther, cudaErrorNotReady));
+  glance.calls.push_back(query(kOwn, cudaSuccess));
+  CHECK(grader::contract_violations(never, process_call(), glance).size() ==
+        grader::contract_violations(never, process_call(), good_pipeline()).size());
+}
+
 TEST_CASE("waits: an event wait is its own only on its own event, recorded on its own stream", "[contract]") {
   grader::Trace t = good_pipeline();
   t.calls.insert(t.calls.begin(), call("cudaEventCreate", kEvent));
