@@ -1,0 +1,103 @@
+// Lesson 02's grader: what its tests (task1_*_test.cu .. task3_*_test.cu) share: the problem and
+// its expected y, the tolerance, the sizes, the check of y, the "wrote nothing" probe and the
+// timing (defined in multiply_add_grader.cu).
+//
+// Task 1 launches the student's kernel directly with every block size from 32 to 1024 and
+// grids from one block to more than n needs; task 2 calls the launcher with valid and
+// invalid configurations and checks it honours its stream; task 3 compares the student's
+// event timing with the helper library's timer on the same launches. Outputs are poisoned
+// and guarded as in lesson 01. The device may fuse x1*x2 + b into one FMA (one rounding)
+// or not (two): the tolerance admits both and nothing else.
+#pragma once
+
+#include "multiply_add.hpp"
+
+#include "diagnosis.hpp"
+#include "grader.hpp"
+#include "output_matcher.hpp"
+#include "tracer.hpp"
+
+#include "workbook/workbook.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace multiply_add_grader {
+
+// |x1*x2| <= 1 and |b| <= 4, so either rounding is within a few 1e-7 of the exact value.
+constexpr workbook::Tolerance kFmaOrNot{1e-6, 1e-6};
+constexpr std::size_t kLargeCorrectness = (std::size_t{1} << 26) + 7;  // 256 MiB per array, not a block multiple
+constexpr std::size_t kPerformanceN = std::size_t{1} << 28;             // 1 GiB per array, far beyond L2
+
+// x1, x2 and y on the device (guarded), a random b, and the expected y computed on the host
+// in double precision from the same seeded streams the device filled x1 and x2 with.
+struct Problem {
+  Problem(std::size_t n, const std::string& name)
+      : x1(n, workbook::kInputGuardBits), x2(n, workbook::kInputGuardBits), y(n), expected(n) {
+    const std::uint64_t seed1 = grader::seed_for("x1 " + name + std::to_string(n));
+    const std::uint64_t seed2 = grader::seed_for("x2 " + name + std::to_string(n));
+    // Never 0, so a kernel that forgets b is caught.
+    b = workbook::random_uniform(grader::seed_for("b " + name + std::to_string(n)), 0, 0.5f, 4.0f);
+    if (workbook::mix64(seed1) % 2 == 0) b = -b;
+    x1.fill_random(seed1);
+    x2.fill_random(seed2);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double v1 = workbook::random_uniform(seed1, i, -1, 1);
+      const double v2 = workbook::random_uniform(seed2, i, -1, 1);
+      expected[i] = static_cast<float>(v1 * v2 + b);
+    }
+  }
+  int n() const { return static_cast<int>(y.size()); }
+  workbook::GuardedDeviceArray x1, x2, y;
+  float b = 0;
+  std::vector<float> expected;
+};
+
+// The number of blocks of \p block threads that covers \p n elements.
+int blocks_for(std::size_t n, int block);
+
+// Waits for the GPU and checks y; \p threads is the launch's grid x block when known.
+void check_output(Problem& p, long long threads = -1);
+
+// Runs \p run once on n = 1000 (\p what names the call): an output nobody wrote ends the test as
+// "wrote nothing", which the driver calls "not implemented yet" only when the task's code is
+// still the skeleton.
+template <class Run>
+void require_writes(const std::string& what, Run run) {
+  Problem p(1000, "probe");
+  const auto trace = grader::trace([&] {
+    run(p);
+    grader::synchronize(what);  // inside: a launch that never ends is reported as such
+  });
+  const auto out = grader::read_back(p.y);
+  const auto comparison = workbook::compare_to_reference(out.values.data(), p.expected.data(), 1000, kFmaOrNot);
+  if (grader::nothing_written(comparison, out.guards)) {
+    grader::wrote_nothing(what + " ran and wrote nothing: " + grader::untouched_output("y", 1000), trace);
+  }
+}
+
+// Times \p launch on \p p (12 bytes per element moved) with the helper library's timer: one
+// probe launch first, so a pathologically slow kernel is measured once, not 20 times.
+template <class Launch>
+workbook::TimingStats time_launch(Launch launch) {
+  workbook::TimingOptions options;
+  options.warmup = 0;
+  options.samples = 1;
+  workbook::TimingStats stats = workbook::time_on_device(launch, options);
+  if (stats.median_ms < 200.0) {
+    options.warmup = 3;
+    options.samples = 15;
+    stats = workbook::time_on_device(launch, options);
+  }
+  return stats;
+}
+
+// Records the bandwidth of \p stats on n elements (12 bytes each) and its fraction of the copy
+// bandwidth measured in this run.
+void record_bandwidth(std::size_t n, const workbook::TimingStats& stats);
+
+}  // namespace multiply_add_grader

@@ -1,0 +1,89 @@
+// Lesson 02, task 1: multiply_add, a grid-stride kernel, launched by the grader.
+//
+// What is checked: y = x1*x2 + b for every block size from 32 to 1024 (and 96 and 1000, not
+// powers of two), at the sizes grader::test_sizes gives for that block (2^26 + 7 for blocks of
+// 256), with grids of exactly enough blocks, more than enough, one per SM and (for smaller n) 7
+// and 1 block: a grid-stride loop is correct for any grid. y is poisoned and guarded
+// (multiply_add_grader.hpp). Performance: GB/s at 2^28 elements for the best of eight launch
+// configurations, as a fraction of the copy bandwidth measured in the same run.
+#include "multiply_add_grader.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace multiply_add_grader;
+
+namespace {
+
+// One full wave: every SM holding as many blocks of \p block threads as it can at once.
+int full_wave(int block) {
+  static const workbook::DeviceInfo info = workbook::query_device(0);
+  int per_sm = 0;
+  WORKBOOK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, multiply_add, block, 0));
+  return std::max(per_sm, 1) * info.sm_count;
+}
+
+}  // namespace
+
+TEST_CASE("Task 1: multiply_add is correct for every block size and grid", "[task_1]") {
+  grader::require_gpu();
+  require_writes("multiply_add<<<4, 128>>> on n = 1000",
+                 [](Problem& p) { multiply_add<<<4, 128>>>(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n()); });
+  const auto info = workbook::query_device(0);
+  const std::size_t large = workbook::fit_in_free_memory(kLargeCorrectness, 3);
+  for (const int block : {256, 32, 64, 128, 512, 1024, 96, 1000}) {
+    for (const std::size_t n : grader::test_sizes(block, block == 256 ? large : 0)) {
+      // Exactly enough blocks, more than enough, one wave, and grids far smaller than n.
+      std::vector<int> grids{blocks_for(n, block), blocks_for(n, block) + 3, info.sm_count};
+      if (n <= (std::size_t{1} << 22)) grids.push_back(7);
+      if (n <= (std::size_t{1} << 20)) grids.push_back(1);
+      Problem p(n, "task 1 block " + std::to_string(block));
+      for (const int grid : grids) {
+        CAPTURE(n, block, grid, p.b);
+        p.y.poison();
+        multiply_add<<<grid, block>>>(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n());
+        WORKBOOK_CHECK_LAUNCH();
+        check_output(p, 1LL * grid * block);
+      }
+    }
+  }
+}
+
+TEST_CASE("Task 1: multiply_add bandwidth, best launch configuration", "[task_1][perf]") {
+  grader::require_gpu();
+  const std::size_t n = workbook::fit_in_free_memory(kPerformanceN, 3);
+  Problem p(n, "task 1 perf");
+  struct Config { int block, grid; const char* mode; };
+  std::vector<Config> configs;
+  for (const int block : {128, 256, 512, 1024}) {
+    configs.push_back({block, blocks_for(n, block), "cover"});
+    configs.push_back({block, full_wave(block), "wave"});
+  }
+  // A wrong kernel is never timed: the output of the first configuration is checked before
+  // any timing, that of the last one after it (the correctness test covered every shape).
+  multiply_add<<<configs.front().grid, configs.front().block>>>(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n());
+  WORKBOOK_CHECK_LAUNCH();
+  check_output(p);
+  workbook::TimingStats best;
+  Config best_config{};
+  for (const Config& c : configs) {
+    const auto stats = time_launch([&](cudaStream_t s) {
+      multiply_add<<<c.grid, c.block, 0, s>>>(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n());
+    });
+    if (best.samples == 0 || stats.median_ms < best.median_ms) {
+      best = stats;
+      best_config = c;
+    }
+  }
+  p.y.poison();
+  const Config& last = configs.back();
+  multiply_add<<<last.grid, last.block>>>(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n());
+  WORKBOOK_CHECK_LAUNCH();
+  check_output(p);
+  grader::record_metric("best_block", best_config.block);
+  grader::record_metric("best_grid", best_config.grid);
+  record_bandwidth(n, best);
+}
