@@ -63,10 +63,10 @@ def follow_up(task, correctness: ComponentResult, run: Optional[SanitizerRun], r
     """The verdict of a task whose results differed between runs, after racecheck had its look.
     `run` is the racecheck run of the task's tests (None when there was none, `not_run` saying
     why); `reproduce` the command that shows every report (./grade --sanitize ...)."""
+    hazards = shared_memory_hazards(run) if run is not None else []
     record = {"racecheck": "not_run"}
     if run is not None:
-        record["run"] = run.record("finding" if shared_memory_hazards(run) else "clean")
-    hazards = shared_memory_hazards(run) if run is not None else []
+        record["run"] = run.record("finding" if hazards else "clean")
     if hazards:
         first = next((h for h in hazards if h.kernel), hazards[0])
         record.update(racecheck="hazard", first_report={"kind": first.headline, "kernel": first.kernel,

@@ -3,21 +3,15 @@ the fact ("Seen [results-differ]: ..."), the driver runs the failed task's tests
 compute-sanitizer racecheck, and only a shared-memory hazard in racecheck's report makes the
 verdict say Hint [race], naming the kernel and line. Racecheck's output is canned (the shapes of
 test_sanitizer_check.py); the driver's flow runs with a stand-in for the process runner."""
-import contextlib
-import io
-import os
-import tempfile
 import unittest
-from argparse import Namespace
 from pathlib import Path
-from unittest import mock
 
 from helpers import phase  # noqa: F401  (puts the driver on sys.path)
 from check_grades import hint_ids
-from driver import cli, gpu_lock, races, scoring
+from driver import races, scoring
 from driver.runner import PhaseResult
 from test_sanitizer_check import (CLEAN, MEMCHECK_OUT_OF_BOUNDS, RACECHECK, RACECHECK_OLD_FORM, RACECHECK_WARNING_ONLY,
-                                  Runs, executable, passing, sanitized, the_lesson)
+                                  GradingHarness, passing, sanitized, the_lesson)
 
 # What lesson 03's grader says when a rerun of matmul_tiled on the same inputs differs.
 DIFFER_MESSAGE = ("matmul_tiled computed a wrong C = A * B with M x N x K = 1000 x 1000 x 1000.\n"
@@ -118,31 +112,11 @@ class FollowUpTest(unittest.TestCase):
         self.assertEqual(verdict.extra_data["results_differ"], {"racecheck": "not_run"})
 
 
-class DriverFlowTest(unittest.TestCase):
+class DriverFlowTest(GradingHarness, unittest.TestCase):
     """cli.Grader: the racecheck run follows only a failure that reports the fact."""
 
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = Path(self.tmp.name)
-        (self.dir / "empty").mkdir()
-        self.sanitizer = executable(self.dir / "compute-sanitizer")
-        self.env = mock.patch.dict(os.environ, {gpu_lock.LOCK_DIR_ENV: self.tmp.name,
-                                                "PATH": str(self.dir / "empty")})
-        self.env.start()
-
-    def tearDown(self):
-        self.env.stop()
-        self.tmp.cleanup()
-
     def grade(self, behave, index=None, **options):
-        args = Namespace(**{"sanitize": False, "no_timing": True, "timeout": None, "no_sanitizer_check": False,
-                            "tree": "exercises", **options})
-        grader = cli.Grader(args, {"compute_sanitizer": self.sanitizer} if index is None else index, None,
-                            {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0}, seed=7, tree="t")
-        self.runs = Runs(behave)
-        with mock.patch.object(cli, "run_phase", self.runs), contextlib.redirect_stdout(io.StringIO()) as out:
-            result = grader.grade_lesson(the_lesson(), "grade_04_reduction__exercises")
-        self.output = out.getvalue()
+        _, result = self.grade_with(behave, index, **{"no_timing": True, **options})
         return {t.task.id: t.correctness for t in result.tasks}, result
 
     @staticmethod

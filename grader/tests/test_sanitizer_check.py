@@ -417,7 +417,11 @@ def correctness_of(call, failing=()):
     return result
 
 
-class DriverFlowTest(unittest.TestCase):
+class GradingHarness:
+    """A cli.Grader grading lesson 04 with every program run replaced by `behave(call)` (Runs),
+    a fake compute-sanitizer, and a lock folder of its own. Mixed into the driver-flow tests here
+    and in test_races.py."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = Path(self.tmp.name)
@@ -431,7 +435,8 @@ class DriverFlowTest(unittest.TestCase):
         self.env.stop()
         self.tmp.cleanup()
 
-    def grade(self, behave, index=None, **options):
+    def grade_with(self, behave, index=None, **options):
+        """The grader and the lesson's result; the printed output in self.output, the runs in self.runs."""
         args = Namespace(**{"sanitize": False, "no_timing": False, "timeout": None, "no_sanitizer_check": False,
                             "tree": "exercises", **options})
         grader = cli.Grader(args, {"compute_sanitizer": self.sanitizer} if index is None else index, None,
@@ -440,6 +445,12 @@ class DriverFlowTest(unittest.TestCase):
         with mock.patch.object(cli, "run_phase", self.runs), contextlib.redirect_stdout(io.StringIO()) as out:
             result = grader.grade_lesson(the_lesson(), "grade_04_reduction__exercises")
         self.output = out.getvalue()
+        return grader, result
+
+
+class DriverFlowTest(GradingHarness, unittest.TestCase):
+    def grade(self, behave, index=None, **options):
+        grader, result = self.grade_with(behave, index, **options)
         self.run = scoring.GradeRun("exercises", 7, {}, [result], notes=grader.notes)
         return result
 
