@@ -166,6 +166,7 @@ inline std::vector<Input> inputs_for() {
 struct Output {
   workbook::GuardedDeviceArray out{1};
   workbook::GuardedDeviceArray workspace{kWorkspaceBytes / sizeof(float)};
+  int reruns = 0;  // reruns made from this output; each refills shared memory with another value
   Output() { fill_garbage(); }
   void fill_garbage() { workbook::fill_words_device(workspace.data(), kWorkspaceBytes / 4, kGarbageBits); }
   // Fails the test when the last call wrote outside its workspace.

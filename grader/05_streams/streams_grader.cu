@@ -39,22 +39,6 @@ bool enqueues_work(const std::string& call) {
   return grader::is_kernel_launch(call) || call.rfind("cudaMemcpy", 0) == 0 || call.rfind("cudaMemset", 0) == 0;
 }
 
-// The last record of \p event before the \p before-th call of the trace: its stream and its
-// index in the calls; false when there is none.
-bool recorded_on(const grader::Trace& t, std::size_t before, const void* event, cudaStream_t* stream,
-                 std::size_t* at = nullptr) {
-  bool found = false;
-  for (std::size_t i = 0; i < before && i < t.calls.size(); ++i) {
-    const auto& c = t.calls[i];
-    if ((c.name == "cudaEventRecord" || c.name == "cudaEventRecordWithFlags") && c.pointer == event) {
-      *stream = c.stream;
-      if (at != nullptr) *at = i;
-      found = true;
-    }
-  }
-  return found;
-}
-
 }  // namespace
 
 void spin(cudaStream_t stream, double ms) {
@@ -326,14 +310,13 @@ std::string ordering_errors(const TwoStages& s, const grader::Trace& t) {
     const auto& c = t.calls[i];
     if (c.name != "cudaStreamWaitEvent" || c.stream != s.copy.get()) continue;
     ++waits_on_copy;
-    cudaStream_t where = nullptr;
-    std::size_t at = 0;
-    if (!recorded_on(t, i, c.pointer, &where, &at)) continue;
-    if (where == s.compute.get()) {
-      (at > launch ? waits_after_kernel : waits_before_kernel) = true;
+    const auto record = t.last_record(c.pointer, i);
+    if (!record) continue;
+    if (record->stream == s.compute.get()) {
+      (record->call > launch ? waits_after_kernel : waits_before_kernel) = true;
     } else {
       waits_elsewhere = true;
-      elsewhere = where;
+      elsewhere = record->stream;
     }
   }
   // Evidence: `copy` waited on events, and none of them was recorded on `compute` (an extra wait

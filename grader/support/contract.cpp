@@ -152,17 +152,6 @@ void check_streams(const Contract& contract, const ContractCall& call, const Tra
 }
 
 // The stream the event was last recorded on before calls[before], if any.
-std::optional<cudaStream_t> recorded_on(const Trace& t, std::size_t before, const void* event) {
-  std::optional<cudaStream_t> stream;
-  for (std::size_t i = 0; i < before && i < t.calls.size(); ++i) {
-    const TracedCall& c = t.calls[i];
-    if (succeeded(c) && c.pointer == event && (c.name == "cudaEventRecord" || c.name == "cudaEventRecordWithFlags")) {
-      stream = c.stream;
-    }
-  }
-  return stream;
-}
-
 void check_waits(const Contract& contract, const Trace& t, const Handles& own, std::vector<Violation>& out) {
   if (contract.waits == Waits::Any) return;
   const bool never = contract.waits == Waits::Never;
@@ -193,8 +182,8 @@ void check_waits(const Contract& contract, const Trace& t, const Handles& own, s
         waits.add("cudaEventSynchronize");
       } else if (own.events.count(c.pointer) == 0) {
         waits.add("cudaEventSynchronize on an event it did not create");
-      } else if (const auto on = recorded_on(t, i, c.pointer); on && own.streams.count(*on) == 0) {
-        waits.add("cudaEventSynchronize on an event last recorded on " + stream_text(*on) + ", not on a stream "
+      } else if (const auto on = t.last_record(c.pointer, i); on && own.streams.count(on->stream) == 0) {
+        waits.add("cudaEventSynchronize on an event last recorded on " + stream_text(on->stream) + ", not on a stream "
                   "it created");
       }
     } else if (is_synchronous_copy(c.name) && succeeded(c)) {
@@ -210,25 +199,15 @@ void check_waits(const Contract& contract, const Trace& t, const Handles& own, s
       waits.add(c.name + " (it waits for all work on the GPU before it frees)");
     }
   }
-  // Polling is waiting too: a cudaStreamQuery or cudaEventQuery that answered "not ready", then
-  // a later one on the same stream or event that answered "done" (a loop until the GPU finished).
-  std::map<const void*, std::size_t> not_ready;  // handle -> queries that answered cudaErrorNotReady
-  for (const TracedCall& c : t.calls) {
-    const bool stream_query = c.name == "cudaStreamQuery", event_query = c.name == "cudaEventQuery";
-    if (!stream_query && !event_query) continue;
-    const void* handle = stream_query ? static_cast<const void*>(c.stream) : c.pointer;
-    if (c.result == cudaErrorNotReady) {
-      ++not_ready[handle];
-      continue;
-    }
-    const auto polled = not_ready.find(handle);
-    if (c.result != cudaSuccess || polled == not_ready.end()) continue;
+  // Polling is waiting too (Trace::polling_loops): a query loop that ended when the GPU was done.
+  for (const Trace::PollingLoop& loop : t.polling_loops()) {
+    const TracedCall& c = t.calls[loop.done_call];
+    const bool stream_query = c.name == "cudaStreamQuery";
     const bool allowed = !never && (stream_query ? own.streams.count(c.stream) > 0 : own.events.count(c.pointer) > 0);
     if (!allowed) {
       waits.add(c.name + " in a loop until " + (stream_query ? stream_text(c.stream) : std::string("its event")) +
-                " was done (" + std::to_string(polled->second + 1) + " queries): polling is waiting");
+                " was done (" + std::to_string(loop.queries) + " queries): polling is waiting");
     }
-    not_ready.erase(polled);
   }
   if (waits.empty()) return;
   std::string facts = "it waited for the GPU: " + waits.text() + ", where " +

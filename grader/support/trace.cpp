@@ -170,11 +170,48 @@ const TracedCall* Trace::empty_grid_launch() const {
   return nullptr;
 }
 
+std::optional<Trace::EventRecord> Trace::last_record(const void* event, std::size_t before) const {
+  std::optional<EventRecord> found;
+  for (std::size_t i = 0; i < before && i < calls.size(); ++i) {
+    const TracedCall& c = calls[i];
+    if (c.result == cudaSuccess && c.pointer == event &&
+        (c.name == "cudaEventRecord" || c.name == "cudaEventRecordWithFlags")) {
+      found = EventRecord{c.stream, i};
+    }
+  }
+  return found;
+}
+
+std::vector<Trace::PollingLoop> Trace::polling_loops() const {
+  std::vector<PollingLoop> loops;
+  std::map<const void*, std::size_t> not_ready;  // stream or event -> queries that answered "not ready"
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const TracedCall& c = calls[i];
+    const bool stream_query = c.name == "cudaStreamQuery";
+    if (!stream_query && c.name != "cudaEventQuery") continue;
+    const void* handle = stream_query ? static_cast<const void*>(c.stream) : c.pointer;
+    if (c.result == cudaErrorNotReady) {
+      ++not_ready[handle];
+      continue;
+    }
+    const auto polled = not_ready.find(handle);
+    if (c.result != cudaSuccess || polled == not_ready.end()) continue;
+    loops.push_back({i, polled->second + 1});
+    not_ready.erase(polled);
+  }
+  return loops;
+}
+
 std::vector<std::string> Trace::synchronizations() const {
   std::vector<std::string> out;
   for (const char* name : {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize"}) {
     const std::size_t n = count_calls(name);
     if (n > 0) out.push_back(std::string(name) + (n > 1 ? " x " + std::to_string(n) : ""));
+  }
+  std::map<std::string, std::size_t> polls;
+  for (const PollingLoop& loop : polling_loops()) ++polls[calls[loop.done_call].name];
+  for (const auto& [name, n] : polls) {
+    out.push_back(name + " in a loop until done" + (n > 1 ? " x " + std::to_string(n) : ""));
   }
   return out;
 }

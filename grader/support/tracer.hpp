@@ -121,8 +121,25 @@ struct Trace {
   std::size_t allocations_not_freed() const;
   /// The first launch call whose grid had no blocks (rejected by CUDA), or nullptr.
   const TracedCall* empty_grid_launch() const;
+  /// The stream \p event was last recorded on by a successful cudaEventRecord among calls
+  /// [0, \p before), and that call's index; nothing when it was not recorded there.
+  struct EventRecord {
+    cudaStream_t stream = nullptr;
+    std::size_t call = 0;
+  };
+  std::optional<EventRecord> last_record(const void* event, std::size_t before) const;
+  /// A loop of cudaStreamQuery or cudaEventQuery calls that ended when the GPU was done: a
+  /// query on one stream or event answered "not ready", a later one on it answered "done".
+  struct PollingLoop {
+    std::size_t done_call = 0;  ///< index in calls of the query that answered "done"
+    std::size_t queries = 0;    ///< the loop's queries, that one included
+  };
+  /// The polling loops the work made, in call order. Polling is waiting: the host stops until
+  /// the GPU is done, as a synchronize call would. A single query that answers "done" is none.
+  std::vector<PollingLoop> polling_loops() const;
   /// Device-wide or stream/event waits the work made (cudaDeviceSynchronize,
-  /// cudaStreamSynchronize, cudaEventSynchronize), by name and count: "cudaDeviceSynchronize x 2".
+  /// cudaStreamSynchronize, cudaEventSynchronize, polling loops), by name and count:
+  /// "cudaDeviceSynchronize x 2", "cudaStreamQuery until done".
   std::vector<std::string> synchronizations() const;
   /// A few lines a student can read: the kernels launched (with their configuration and
   /// stream), the copies, the allocations and frees, the waits.

@@ -6,6 +6,8 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <cstdint>
+
 using Catch::Matchers::ContainsSubstring;
 
 namespace {
@@ -90,6 +92,57 @@ TEST_CASE("a trace answers what was launched, copied and left allocated", "[trac
   CHECK_THAT(text, ContainsSubstring("host -> device, pageable host memory: 2 (8000 bytes)"));
   CHECK_THAT(text, ContainsSubstring("device -> host, pinned host memory: 1 (4000 bytes)"));
   CHECK_THAT(text, ContainsSubstring("not freed: 8000 bytes"));
+}
+
+TEST_CASE("an event's last record before a call names its stream", "[tracer]") {
+  int e = 0, other = 0;
+  cudaStream_t s1 = reinterpret_cast<cudaStream_t>(std::uintptr_t{0x1000});
+  cudaStream_t s2 = reinterpret_cast<cudaStream_t>(std::uintptr_t{0x2000});
+  const auto record = [&](const void* event, cudaStream_t s, cudaError_t result = cudaSuccess) {
+    grader::TracedCall c = call("cudaEventRecord", event);
+    c.stream = s;
+    c.result = result;
+    return c;
+  };
+  grader::Trace t;
+  t.calls = {record(&e, s1), record(&other, s2), record(&e, s2, cudaErrorInvalidResourceHandle), record(&e, s2),
+             call("cudaStreamWaitEvent", &e)};
+  CHECK_FALSE(t.last_record(&e, 0));
+  REQUIRE(t.last_record(&e, 3));
+  CHECK(t.last_record(&e, 3)->stream == s1);  // the failed record does not count
+  CHECK(t.last_record(&e, 3)->call == 0);
+  REQUIRE(t.last_record(&e, 4));
+  CHECK(t.last_record(&e, 4)->stream == s2);
+  CHECK(t.last_record(&e, 4)->call == 3);
+  CHECK_FALSE(t.last_record(&s1, 5));
+}
+
+TEST_CASE("a query loop that ends when the GPU is done is a wait; one glance is not", "[tracer]") {
+  int s1 = 0, s2 = 0, e = 0;
+  const auto query = [](const std::string& name, const void* handle, cudaError_t result) {
+    grader::TracedCall c = call(name, handle);
+    if (name == "cudaStreamQuery") c.stream = static_cast<cudaStream_t>(const_cast<void*>(handle)), c.pointer = nullptr;
+    c.result = result;
+    return c;
+  };
+  grader::Trace t;
+  t.calls = {query("cudaStreamQuery", &s1, cudaErrorNotReady), query("cudaStreamQuery", &s2, cudaSuccess),
+             query("cudaStreamQuery", &s1, cudaErrorNotReady), query("cudaStreamQuery", &s1, cudaSuccess),
+             query("cudaEventQuery", &e, cudaErrorNotReady), query("cudaEventQuery", &e, cudaSuccess),
+             query("cudaEventQuery", &e, cudaSuccess)};
+  const auto loops = t.polling_loops();
+  REQUIRE(loops.size() == 2);
+  CHECK(loops[0].done_call == 3);
+  CHECK(loops[0].queries == 3);
+  CHECK(loops[1].done_call == 5);
+  CHECK(loops[1].queries == 2);
+  CHECK(t.synchronizations() ==
+        std::vector<std::string>{"cudaEventQuery in a loop until done", "cudaStreamQuery in a loop until done"});
+
+  grader::Trace glance;  // "not ready" once on s1, then "done" on another stream only
+  glance.calls = {query("cudaStreamQuery", &s1, cudaErrorNotReady), query("cudaStreamQuery", &s2, cudaSuccess)};
+  CHECK(glance.polling_loops().empty());
+  CHECK(glance.synchronizations().empty());
 }
 
 TEST_CASE("a failed allocation or a freed one is not left allocated", "[tracer]") {
