@@ -5,6 +5,8 @@
 #   tools/gpu_check.sh tests            every ctest test but the end-to-end gradings
 #   tools/gpu_check.sh e2e REGEX        the end-to-end gradings whose ctest name matches REGEX
 #   tools/gpu_check.sh sanitize         ./grade --sanitize on the solutions and two broken variants
+#   tools/gpu_check.sh cost             grades the solutions once; what the sanitizer check of a
+#                                       pass costs each lesson (its wall time against the rest)
 #   tools/gpu_check.sh summary          the short summary of everything run so far
 #
 # Stages can be combined in one call (tools/gpu_check.sh build tests summary). Logs collect in
@@ -52,6 +54,21 @@ stage_sanitize() {
   done
 }
 
+stage_cost() {
+  ./grade --no-build --build-dir build/test --seed $seed --results "$logs/cost" --tree solutions \
+    > "$logs/cost.log" 2>&1
+  echo "cost: exit $?, $(grep -E '^Total:' "$logs/cost.log")" | tee -a "$logs/stages.txt"
+  python3 - "$logs/cost/results.json" <<'PY' | tee -a "$logs/stages.txt"
+import json, sys
+walls = json.load(open(sys.argv[1]))["extra_data"]["wall_s"]
+for slug, w in sorted(walls.items()):
+    check, total = w.get("sanitizer_check", 0.0), w.get("total", 0.0)
+    without = total - check
+    print(f"  sanitizer check {slug}: {check:.1f} s of {total:.1f} s, x{total / without:.2f} the grading without it"
+          if without > 0 else f"  sanitizer check {slug}: {w}")
+PY
+}
+
 stage_summary() {
   {
     echo "================ summary ================"
@@ -83,8 +100,9 @@ while [ $# -gt 0 ]; do
     tests) stage_tests ;;
     e2e) stage_e2e "${1:-.}"; shift ;;
     sanitize) stage_sanitize ;;
+    cost) stage_cost ;;
     summary) stage_summary ;;
-    *) echo "gpu_check.sh: unknown stage '$stage' (build, tests, e2e REGEX, sanitize, summary)" >&2; exit 2 ;;
+    *) echo "gpu_check.sh: unknown stage '$stage' (build, tests, e2e REGEX, sanitize, cost, summary)" >&2; exit 2 ;;
   esac
 done
 # The device tool returns at most 8 files: every log in one archive.
