@@ -106,29 +106,60 @@ const Shape kEdgeProbe{2 * kTile + 16, 2 * kTile + 8, kTile + 8};
 // Call only when only_edge_tiles_wrong() said so, with the words it gave.
 std::string edge_tile_hint(const std::string& where) {
   return grader::hint(HintId::edge_tiles, where + " the wrong elements all lie in the partial tiles at the bottom "
-                                                  "or right edge of C, and the full tiles are right. Every thread "
+                                                  "or right edge of C, the same ones every run, and the full tiles "
+                                                  "are right. Every thread "
                                                   "loads its element of the A and B tiles, 0 past the edge of the "
                                                   "matrix, even when its own element of C is outside C: no early "
                                                   "return, and every thread reaches every __syncthreads().");
 }
 
-// True when \p evidence.run's output on \p s with \p got shows wrong elements only in the
-// partial tiles at the bottom and right edge of C; shapes without a full tile are judged on a
-// probe shape that has both. \p where receives the words that introduce the claim.
-bool only_edge_tiles_wrong(const Shape& s, const MatrixErrors& e, const Evidence& evidence, std::string& where) {
-  if (!evidence.tiled) return false;
-  if (s.M >= kTile && s.N >= kTile) {
-    where = "At this shape";
-    return e.all_in_edge_tiles;
+// The indices of the elements of C that are wrong (unwritten, not finite, or off by more than \p tol).
+std::vector<std::size_t> wrong_elements(const std::vector<float>& got, const std::vector<float>& want,
+                                        const workbook::Tolerance& tol) {
+  std::vector<std::size_t> wrong;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (workbook::is_poison(got[i]) || !close_enough(got[i], want[i], tol)) wrong.push_back(i);
   }
-  if (!evidence.run) return false;
+  return wrong;
+}
+
+// True when \p q's C, \p got, is wrong only in the partial tiles at the bottom and right edge,
+// and two more runs of the same product (C poisoned again, every SM's shared memory filled with a
+// new value before each) are wrong at exactly the same elements. A race also can leave its wrong
+// elements in edge tiles by chance, but not at the same elements three times over; an early
+// return, a skipped barrier or a load that is not 0 past the edge do it every time.
+bool wrong_only_in_edge_tiles_every_run(Problem& q, const std::vector<float>& got, const Evidence& evidence,
+                                        const workbook::Tolerance& tol) {
+  const MatrixErrors e = compare_matrix(q.shape, got, q.expected(), tol);
+  if (e.wrong == 0 || !e.all_in_edge_tiles || !evidence.run) return false;
+  const std::vector<std::size_t> first = wrong_elements(got, q.expected(), tol);
+  for (int again = 0; again < 2; ++again) {
+    q.C.poison();
+    grader::fill_shared_memory(0.75f + 0.5f * float(again));
+    evidence.run(q);
+    grader::synchronize("the same product again, " + q.shape.str() + ", to see which elements are wrong every run");
+    if (wrong_elements(q.C.download(), q.expected(), tol) != first) return false;
+  }
+  return true;
+}
+
+// True when matmul_tiled's C on \p p, \p got, is wrong only in the partial edge tiles, the same
+// elements on every run (wrong_only_in_edge_tiles_every_run); shapes without a full tile are
+// judged on a probe shape that has both. \p where receives the words that introduce the claim.
+// May run the product again; p.C then holds another run's result.
+bool only_edge_tiles_wrong(Problem& p, const std::vector<float>& got, const workbook::Tolerance& tol,
+                           const Evidence& evidence, std::string& where) {
+  if (!evidence.tiled || !evidence.run) return false;
+  if (p.shape.M >= kTile && p.shape.N >= kTile) {
+    where = "At this shape, and on two more runs of it,";
+    return wrong_only_in_edge_tiles_every_run(p, got, evidence, tol);
+  }
   Problem probe(kEdgeProbe, "edge probe");
   evidence.run(probe);
   grader::synchronize("the edge-tile probe " + kEdgeProbe.str());
-  const MatrixErrors pe =
-      compare_matrix(kEdgeProbe, probe.C.download(), probe.expected(), workbook::float32_dot_tolerance(kEdgeProbe.K));
-  where = "This shape has no full tile, so the grader also ran " + kEdgeProbe.str() + ", where";
-  return pe.wrong > 0 && pe.all_in_edge_tiles;
+  where = "This shape has no full tile, so the grader also ran " + kEdgeProbe.str() + " three times, where";
+  return wrong_only_in_edge_tiles_every_run(probe, probe.C.download(), evidence,
+                                            workbook::float32_dot_tolerance(kEdgeProbe.K));
 }
 
 // How many elements differ when \p evidence.run computes the same product again (up to three
@@ -183,9 +214,10 @@ std::string matrix_errors(Problem& p, const std::vector<float>& got, const workb
   // Each hint below is printed only when its evidence holds, checked in this order; the checks
   // before it did not fire.
   std::string where;
-  // Evidence: matmul_tiled only; every wrong element in a partial edge tile, the full tiles right
-  // (at this shape, or on a probe shape when this one has no full tile).
-  if (only_edge_tiles_wrong(s, e, evidence, where)) {
+  // Evidence: matmul_tiled only; every wrong element in a partial edge tile, the full tiles right,
+  // the same elements wrong in three runs (at this shape, or on a probe shape when this one has no
+  // full tile).
+  if (only_edge_tiles_wrong(p, got, tol, evidence, where)) {
     out << edge_tile_hint(where);
     return out.str();
   }
