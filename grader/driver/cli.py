@@ -13,6 +13,7 @@ import random
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -229,40 +230,54 @@ class Grader:
 
     def _check_run(self, program: str, lesson: Lesson, tasks: list, tool: str, elapsed_s: float) -> SanitizerRun:
         """One compute-sanitizer process over the correctness tests of `tasks`, in sanitizer mode."""
+        with self.gpu.shared():
+            return self._sanitized(program, lesson, tasks, tool, elapsed_s)
+
+    def _sanitized(self, program: str, lesson: Lesson, tasks: list, tool: str, elapsed_s: float) -> SanitizerRun:
         spec = ",".join(f"[{t.tag}]~[perf]" for t in tasks)
         limit = self._check_limit(lesson, elapsed_s)
-        with self.gpu.shared():
-            phase = run_phase(program, spec, seed=self.seed, timeout_s=limit, env=dict(self.env, WORKBOOK_SANITIZE="1"),
-                              sanitizer=sanitizer.command(self.sanitizer, tool, check=True), sanitizer_tool=tool)
+        phase = run_phase(program, spec, seed=self.seed, timeout_s=limit, env=dict(self.env, WORKBOOK_SANITIZE="1"),
+                          sanitizer=sanitizer.command(self.sanitizer, tool, check=True), sanitizer_tool=tool)
         return SanitizerRun(tool, [t.id for t in tasks], phase, limit)
+
+    def _check_runs_side_by_side(self, program: str, lesson: Lesson, batches: list,
+                                 elapsed: Dict[int, float]) -> List[SanitizerRun]:
+        """One compute-sanitizer process per (tool, tasks) of `batches`, all at once: the tools are
+        independent processes, and each leaves the GPU idle most of its time (it instruments on the
+        CPU), so side by side they take about as long as the slowest alone."""
+        with self.gpu.shared(), ThreadPoolExecutor(max_workers=max(1, len(batches))) as pool:
+            futures = [pool.submit(self._sanitized, program, lesson, tasks, tool, sum(elapsed[t.id] for t in tasks))
+                       for tool, tasks in batches]
+            return [f.result() for f in futures]
 
     def _sanitizer_check(self, program: str, lesson: Lesson, passed: list, elapsed: Dict[int, float],
                          wall: Dict[str, float]) -> Dict[int, List[ToolOutcome]]:
         """Checks the passes of `passed` tasks under their tools (the manifest's "sanitizers"), one
-        process per tool for all the tasks that name it. A process that ran to its end without a
-        finding judges each task by that task's own records. One that found an error, or stopped
-        early (a crash in one task's tests leaves the later ones unrun), is run again task by task,
-        so that a task is failed only by its own tests; one that ran out of time is not (it would
-        again), and leaves its tasks unconfirmed. A task with a finding is not checked by the tools
-        after it."""
+        process per tool for all the tasks that name it, the tools side by side. A process that ran
+        to its end without a finding judges each task by that task's own records. One that found an
+        error, or stopped early (a crash in one task's tests leaves the later ones unrun), is run
+        again task by task, so that a task is failed only by its own tests; one that ran out of time
+        is not (it would again), and leaves its tasks unconfirmed. A task with a finding is judged
+        by the first tool, in the manifest's order, that found one: the tools after it do not count."""
         outcomes: Dict[int, List[ToolOutcome]] = {t.id: [] for t in passed}
         tools: List[str] = []  # in the manifest's order, each once
         for task in passed:
             tools += [tool for tool in task.sanitizers if tool not in tools]
+        batches = [(tool, [t for t in passed if tool in t.sanitizers]) for tool in tools]
         self._say(f"  {lesson.slug} passes under compute-sanitizer:")
+        runs = self._check_runs_side_by_side(program, lesson, batches, elapsed)
+        wall["sanitizer_check"] += max((run.phase.elapsed_s for run in runs), default=0.0)  # side by side
         separator = ""
-        for tool in tools:
-            batch = [t for t in passed if tool in t.sanitizers
-                     and not any(o.outcome in (CHECK_FINDING, CHECK_TAMPERED) for o in outcomes[t.id])]
+        for (tool, everyone), run in zip(batches, runs):
+            batch = [t for t in everyone
+                     if not any(o.outcome in (CHECK_FINDING, CHECK_TAMPERED) for o in outcomes[t.id])]
             if not batch:
                 continue
             self._say(separator)
             separator = ";"
-            run = self._check_run(program, lesson, batch, tool, sum(elapsed[t.id] for t in batch))
-            wall["sanitizer_check"] += run.phase.elapsed_s
             # Each task's own records decide, unless the sanitizer found something (whose tests?) or
             # the program stopped early (a crash in one task's tests leaves the later ones unrun).
-            if len(batch) == 1 or (not run.found and (run.phase.timed_out or run.phase.run_completed)):
+            if len(everyone) == 1 or (not run.found and (run.phase.timed_out or run.phase.run_completed)):
                 for t in batch:
                     outcomes[t.id].append(sanitizer_outcome(t, run))
                 words = {self._word(outcomes[t.id][-1]) for t in batch}

@@ -139,7 +139,7 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
             return None
         verdicts, result = self.grade(behave)
         # The check of task 1's pass (memcheck, racecheck), then one racecheck run for task 2; none for task 3.
-        self.assertEqual(self.runs.checks(), [("memcheck", [1]), ("racecheck", [1]), ("racecheck", [2])])
+        self.assertEqual(self.runs.checks(side_by_side=2), [("memcheck", [1]), ("racecheck", [1]), ("racecheck", [2])])
         follow = self.runs.calls[-1]
         self.assertEqual(follow["spec"], "[task_2]~[perf]")
         self.assertEqual(follow["env"].get("WORKBOOK_SANITIZE"), "1")  # small sizes, no guards
@@ -181,7 +181,7 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
     def test_a_failure_without_the_fact_gets_no_racecheck_run(self):
         verdicts, _ = self.grade(lambda call: self.correctness(call, ["5 of 10 elements are wrong"])
                                  if not call["tool"] else None)
-        self.assertEqual(self.runs.checks(), [("memcheck", [1]), ("racecheck", [1])])
+        self.assertEqual(self.runs.checks(side_by_side=2), [("memcheck", [1]), ("racecheck", [1])])
         self.assertNotIn("results_differ", verdicts[2].extra_data)
 
 

@@ -10,6 +10,7 @@ import os
 import re
 import stat
 import tempfile
+import threading
 import textwrap
 import unittest
 from argparse import Namespace
@@ -401,9 +402,11 @@ class Runs:
             result.sanitizer_tool = sanitizer_tool
         return result
 
-    def checks(self):
-        """The check's processes: (tool, tasks)."""
-        return [(c["tool"], c["tasks"]) for c in self.calls if c["tool"] and not c["perf"]]
+    def checks(self, side_by_side=0):
+        """The check's processes: (tool, tasks). The first `side_by_side` ran at once (one per
+        tool), in any order: they come sorted."""
+        made = [(c["tool"], c["tasks"]) for c in self.calls if c["tool"] and not c["perf"]]
+        return sorted(made[:side_by_side]) + made[side_by_side:]
 
 
 def correctness_of(call, failing=()):
@@ -469,7 +472,7 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
                 return result
             return correctness_of(call, failing={2}) if not call["tool"] else passing(*call["tasks"], elapsed_s=5.0)
         result = self.grade(behave)
-        self.assertEqual(self.runs.checks(), [("memcheck", [1, 3]), ("racecheck", [1])])
+        self.assertEqual(self.runs.checks(side_by_side=2), [("memcheck", [1, 3]), ("racecheck", [1])])
         memcheck = next(c for c in self.runs.calls if c["tool"] == "memcheck")
         self.assertEqual(memcheck["spec"], "[task_1]~[perf],[task_3]~[perf]")
         self.assertEqual(memcheck["prefix"][:3], [self.sanitizer, "--tool", "memcheck"])
@@ -491,6 +494,29 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
         self.assertIn("04_reduction passes under compute-sanitizer: memcheck clean (5 s); racecheck clean (5 s)",
                       self.output)
 
+    def test_the_tools_run_side_by_side_and_a_finding_is_the_first_tools(self):
+        both_running = threading.Barrier(2, timeout=10)  # breaks unless memcheck and racecheck overlap
+
+        def behave(call):
+            if call["perf"]:
+                return passing(*call["tasks"], elapsed_s=3.0)
+            if not call["tool"]:
+                return correctness_of(call)
+            if call["tasks"] == [1, 2, 3] or call["tasks"] == [1] and call["tool"] == "racecheck":
+                both_running.wait()
+            if call["tool"] == "memcheck" and 1 in call["tasks"]:
+                return sanitized(passing(*call["tasks"], returncode=86, elapsed_s=6.0), MEMCHECK_STREAM_ORDERED)
+            if call["tool"] == "racecheck":
+                return sanitized(passing(*call["tasks"], returncode=86, elapsed_s=2.0), RACECHECK)
+            return passing(*call["tasks"], elapsed_s=4.0)
+        result = self.grade(behave)
+        verdicts = self.verdicts(result)
+        # Task 1: memcheck, first in the manifest, decides; racecheck's finding, made at the same
+        # time, does not count, and task 1 is not run alone under it.
+        self.assertTrue(verdicts[1].summary.startswith("memcheck: Invalid __global__ read"), verdicts[1].summary)
+        self.assertNotIn(("racecheck", [1]), self.runs.checks(side_by_side=2)[2:])
+        self.assertEqual(result.wall_s["sanitizer_check"], 6.0 + 6.0 + 4.0 + 4.0)  # the slowest, then alone
+
     def test_a_finding_fails_its_task_only_and_its_performance_is_not_timed(self):
         def behave(call):
             if call["perf"]:
@@ -502,8 +528,8 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
             return passing(*call["tasks"], elapsed_s=4.0)
         result = self.grade(behave)
         # Found in the process of all three, so each task was run alone before any was blamed.
-        self.assertEqual(self.runs.checks(), [("memcheck", [1, 2, 3]), ("memcheck", [1]), ("memcheck", [2]),
-                                              ("memcheck", [3]), ("racecheck", [1])])
+        self.assertEqual(self.runs.checks(side_by_side=2), [("memcheck", [1, 2, 3]), ("racecheck", [1]),
+                                                            ("memcheck", [1]), ("memcheck", [2]), ("memcheck", [3])])
         verdicts = self.verdicts(result)
         self.assertEqual((verdicts[2].status, verdicts[2].score), (scoring.FAILED, 0))
         self.assertEqual(verdicts[2].summary,
@@ -538,7 +564,7 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
                 return PhaseResult(timed_out=True, returncode=-9, elapsed_s=call["timeout_s"])
             return None
         result = self.grade(behave)
-        self.assertEqual(self.runs.checks(), [("memcheck", [1, 2, 3]), ("racecheck", [1])])
+        self.assertEqual(self.runs.checks(side_by_side=2), [("memcheck", [1, 2, 3]), ("racecheck", [1])])
         verdicts = self.verdicts(result)
         limit = 60 + 20 * 6.0
         self.assertEqual([v.status for v in verdicts.values()], [scoring.PASSED] * 3)
@@ -602,11 +628,12 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
             return correctness_of(call) if not call["tool"] else passing(*call["tasks"], elapsed_s=5.0)
         result = self.grade(behave)
         wall = result.wall_s
+        # The tools' two 5 s processes ran side by side.
         self.assertEqual((wall["correctness"], wall["sanitizer_check"], wall["performance"], wall["reference"]),
-                         (6.0, 10.0, 3.0, 0.0))
+                         (6.0, 5.0, 3.0, 0.0))
         self.assertGreaterEqual(wall["total"], 0.0)
         results = json.loads(json.dumps(gradescope_results(self.run)))
-        self.assertEqual(results["extra_data"]["wall_s"]["04_reduction"]["sanitizer_check"], 10.0)
+        self.assertEqual(results["extra_data"]["wall_s"]["04_reduction"]["sanitizer_check"], 5.0)
         runs = next(t for t in results["tests"] if t["number"] == "4.1")["extra_data"]["sanitizer_check"]["runs"]
         self.assertEqual([(r["tool"], r["tasks"], r["wall_s"]) for r in runs],
                          [("memcheck", [1, 2, 3], 5.0), ("racecheck", [1], 5.0)])
