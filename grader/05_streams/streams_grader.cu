@@ -236,6 +236,9 @@ std::vector<Shape> pipeline_shapes() {
   return shapes;
 }
 
+// A shape whose copies back take milliseconds: returning before they end shows on the GPU's clock.
+const Shape kReturnsEarlyProbe{std::size_t(1) << 22, 2, 8};
+
 std::string process_errors(Pipeline& p, const std::string& facts) {
   const std::size_t n = p.shape.n, c = std::size_t(p.shape.chunks);
   std::string out = facts;
@@ -252,21 +255,31 @@ std::string process_errors(Pipeline& p, const std::string& facts) {
                               "n * c / num_chunks), or give the last chunk what remains.");
   }
   // Returned before the copies back were done: watch a second call. Evidence: host_out was wrong,
-  // and the traced call returned before its last copy to the host ended.
+  // and the traced call returned before its last copy to the host ended. At a small shape the
+  // GPU may finish its few bytes before the traced call returns (tracing slows the host), so a
+  // shape whose copies take milliseconds is watched too.
   p.out.poison();
   const auto trace = grader::trace([&] { p.run(); });
-  if (trace) {
-    const std::uint64_t copied_back = last_copy_end(*trace, grader::CopyDirection::DeviceToHost);
-    if (copied_back > trace->returned_ns) {
-      return out + grader::hint(HintId::returns_early,
-                                "process returned " + std::to_string((copied_back - trace->returned_ns) / 1000) +
-                                " us before its last copy to host_out ended, so the caller read a half-written "
-                                "host_out. Before returning, wait for each of your streams (cudaStreamSynchronize).") +
-             seen_text(*trace);
-    }
-    return out + seen_text(*trace);
+  if (!trace) return out;
+  const auto returned_early = [](const grader::Trace& t) {
+    const std::uint64_t copied_back = last_copy_end(t, grader::CopyDirection::DeviceToHost);
+    return copied_back > t.returned_ns ? (copied_back - t.returned_ns) / 1000 : 0;
+  };
+  std::uint64_t early_us = returned_early(*trace);
+  std::string where = "process";
+  if (early_us == 0 && n < kReturnsEarlyProbe.n) {
+    Pipeline probe(kReturnsEarlyProbe);
+    if (const auto probed = grader::trace([&] { probe.run(); })) early_us = returned_early(*probed);
+    where = "On " + shape_text(kReturnsEarlyProbe) + ", process";
   }
-  return out;
+  if (early_us > 0) {
+    return out + grader::hint(HintId::returns_early,
+                              where + " returned " + std::to_string(early_us) + " us before its last copy to "
+                              "host_out ended, so the caller read a half-written host_out. Before returning, wait "
+                              "for each of your streams (cudaStreamSynchronize).") +
+           seen_text(*trace);
+  }
+  return out + seen_text(*trace);
 }
 
 void require_process_writes() {
