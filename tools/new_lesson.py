@@ -29,9 +29,10 @@ The task is a placeholder, so that the whole pipeline works at once: scale(in, o
 out[i] = a * in[i] on device arrays, on the stream it is given, returning without waiting. Replace it,
 in every file above, with the lesson's own task; every text still to write says "(to write: ...)".
 
-It declares no benchmark: one benchmark definition per lesson (issue 22, part 2) does not exist
-yet. A timed task adds its [task_N][perf] test and its manifest "performance" entry by hand, as
-lessons 01-05 do; a sweep is tools/bench/NN_name.cu.
+It declares no sweep: a lesson that gets one adds tools/bench/NN_name.cu and its manifest entry's
+"sweep" (its kind and the figures ./plot draws; README.md, "Adding a lesson"). A timed task adds its
+[task_N][perf] test and its manifest "performance" entry by hand, as lessons 01-05 do: one benchmark
+definition per lesson (issue 22, part 2) does not exist yet.
 
 Exit status: 0 written; 1 a generator failed (the files written so far are left for you to see);
 2 refused (a bad slug or title, a lesson that exists, a number not after the last lesson's)."""
@@ -609,8 +610,9 @@ def main(argv: Optional[Sequence[str]] = None, out: Callable[[str], None] = prin
     number = args.slug[:2]
     out(f"\nLesson {args.slug} builds and grades now: ./grade {number} says \"not implemented yet\", and "
         f"./grade --tree solutions {number} gives full marks on a GPU. Next: replace the placeholder task "
-        f"scale and every \"(to write: ...)\" (git grep -n 'to write'). No benchmark was "
-        "declared: issue 22 part 2 (one benchmark definition per lesson) does not exist yet.")
+        f"scale and every \"(to write: ...)\" (git grep -n 'to write'). No sweep was "
+        "declared: a sweep is tools/bench/NN_name.cu plus a \"sweep\" in the lesson's manifest entry (README.md, "
+        "\"Adding a lesson\").")
     return EXIT_OK
 
 

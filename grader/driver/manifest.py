@@ -18,6 +18,24 @@ class ManifestError(Exception):
 # synccheck: barriers and warp primitives misused; initcheck: reads of global memory never written.
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
+# What a lesson's sweep draws ("sweep": {"kind": ..., "figures": [...]}): ./plot draws the figures
+# named, in that order, with the drawing code of the kind (tools/bench/plot.py), and never guesses
+# from a CSV's rows; ./sweep sums a CSV up the kind's way. Each kind's figures, as ./plot names
+# them (its module documentation describes each one):
+SWEEP_FIGURES = {
+    "bandwidth": ("time_vs_n", "bandwidth_vs_block", "student_vs_reference", "kernel_vs_transfer"),
+    "gflops": ("gflops_vs_n", "fraction_of_cublas"),
+    "reduction": ("time_vs_n", "gbps_vs_n", "fraction_of_cub"),
+    "streams": ("time_vs_chunks", "timeline"),
+}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A lesson's sweep (./sweep NN, tools/bench/NN_slug.cu) and the figures ./plot draws from it."""
+    kind: str
+    figures: tuple
+
 
 @dataclass(frozen=True)
 class ScaledThreshold:
@@ -64,6 +82,7 @@ class Lesson:
     tasks: List[Task]
     timeout_s: float = 60.0
     sanitizers: List[str] = field(default_factory=lambda: ["memcheck"])  # its tasks' tools, unless a task names its own
+    sweep: Optional[Sweep] = None  # None: the lesson has no sweep
 
     @property
     def number(self) -> int:
@@ -112,6 +131,23 @@ def _sanitizers(raw, where: str) -> List[str]:
     return list(raw)
 
 
+def _sweep(raw, where: str) -> Sweep:
+    """A "sweep" object, validated: {"kind": one of SWEEP_FIGURES, "figures": [names of that kind's figures]}."""
+    if not isinstance(raw, dict) or set(raw) != {"kind", "figures"}:
+        raise ManifestError(f"{where}: \"sweep\" is {{\"kind\": ..., \"figures\": [...]}}, got {raw!r}")
+    kind, figures = raw["kind"], raw["figures"]
+    if kind not in SWEEP_FIGURES:
+        raise ManifestError(f"{where}: unknown sweep kind {kind!r}; the kinds are " + ", ".join(SWEEP_FIGURES))
+    if (not isinstance(figures, list) or not figures or not all(isinstance(f, str) for f in figures)
+            or len(set(figures)) != len(figures)):
+        raise ManifestError(f"{where}: a sweep's \"figures\" is a list of figure names, each once, got {figures!r}")
+    unknown = [f for f in figures if f not in SWEEP_FIGURES[kind]]
+    if unknown:
+        raise ManifestError(f"{where}: ./plot draws no figure {', '.join(map(repr, unknown))} for a {kind!r} sweep; "
+                            f"it draws " + ", ".join(SWEEP_FIGURES[kind]))
+    return Sweep(kind, tuple(figures))
+
+
 def _task(raw: dict, slug: str, lesson_sanitizers: List[str]) -> Task:
     try:
         points = raw["points"]
@@ -153,7 +189,8 @@ def parse_manifest(data: dict) -> List[Lesson]:
             raise ManifestError(f"lesson {slug}: tasks must be numbered 1, 2, 3, ... in order")
         lessons.append(Lesson(slug=slug, title=str(raw.get("title", slug)), sources=list(raw.get("sources", [])),
                               tasks=tasks, timeout_s=float(raw.get("timeout_s", 60)),
-                              sanitizers=sanitizers))
+                              sanitizers=sanitizers,
+                              sweep=_sweep(raw["sweep"], f"lesson {slug}") if "sweep" in raw else None))
     slugs = [l.slug for l in lessons]
     if slugs != sorted(slugs) or len(set(slugs)) != len(slugs):
         raise ManifestError("lessons must be listed once each, in slug order")

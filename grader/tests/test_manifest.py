@@ -90,6 +90,31 @@ class ManifestTest(unittest.TestCase):
                 with self.assertRaisesRegex(ManifestError, f"^{prefix}: .*{message}", msg=f"{where}: {bad!r}"):
                     parse_manifest(raw)
 
+    def test_a_sweep_declares_its_kind_and_figures_of_that_kind(self):
+        raw = copy.deepcopy(MANIFEST)
+        raw["lessons"][0]["sweep"] = {"kind": "reduction", "figures": ["gbps_vs_n", "time_vs_n"]}
+        lesson = parse_manifest(raw)[0]
+        self.assertEqual((lesson.sweep.kind, lesson.sweep.figures), ("reduction", ("gbps_vs_n", "time_vs_n")))
+        self.assertIsNone(parse_manifest(copy.deepcopy(MANIFEST))[0].sweep)  # no "sweep": none
+        for bad, message in [({"kind": "histogram", "figures": ["x"]}, "unknown sweep kind 'histogram'; the kinds"),
+                             ({"kind": "gflops", "figures": ["time_vs_n"]},
+                              "./plot draws no figure 'time_vs_n' for a 'gflops' sweep; it draws gflops_vs_n, "
+                              "fraction_of_cublas"),
+                             ({"kind": "gflops", "figures": []}, "a list of figure names"),
+                             ({"kind": "gflops", "figures": ["gflops_vs_n", "gflops_vs_n"]}, "each once"),
+                             ({"kind": "gflops"}, "is {\"kind\": ..., \"figures\": \\[...\\]}"),
+                             (["gflops_vs_n"], "is {\"kind\"")]:
+            raw = copy.deepcopy(MANIFEST)
+            raw["lessons"][0]["sweep"] = bad
+            with self.assertRaisesRegex(ManifestError, "^lesson 01_vector_add: .*" + message.replace(".", "\\."),
+                                        msg=repr(bad)):
+                parse_manifest(raw)
+
+    def test_the_lessons_with_a_bench_declare_their_sweep(self):
+        for lesson in load_manifest(ROOT / "lessons" / "manifest.json"):
+            bench = ROOT / "tools" / "bench" / f"{lesson.slug}.cu"
+            self.assertEqual(lesson.sweep is not None, bench.exists(), lesson.slug)
+
     def test_the_real_manifest_checks_shared_memory_and_warp_code_for_races(self):
         real = {(l.slug[:2], t.id): t.sanitizers for l in load_manifest(ROOT / "lessons" / "manifest.json")
                 for t in l.tasks}

@@ -148,7 +148,7 @@ class NewLessonTest(unittest.TestCase):
                          f"exercises/{SLUG}/{NAME}.cu", f"solutions/{SLUG}/{NAME}.cu",
                          f"grader/{SLUG}/{NAME}_test.cu", f"{PLAIN}/{SLUG}/{NAME}.cu"):
             self.assertTrue(self.path(relative).is_file(), relative)
-        self.assertIn("No benchmark was declared", self.tool.stdout)
+        self.assertIn("No sweep was declared", self.tool.stdout)
 
     def test_the_manifest_entry_is_one_task_with_three_hints_still_to_write(self):
         [lesson] = [l for l in load_manifest(self.path("lessons/manifest.json")) if l.slug == SLUG]
@@ -328,14 +328,14 @@ class ArgumentsTest(unittest.TestCase):
         (self.root / "lessons" / "manifest.json").unlink()
         self.refused("06_scans", "Scans", because="has no lessons/manifest.json: is --root the project's top folder?")
 
-    def test_help_shows_an_example_and_says_no_benchmark_is_declared(self):
+    def test_help_shows_an_example_and_says_no_sweep_is_declared(self):
         result = subprocess.run([sys.executable, str(TOOL), "--help"], stdout=subprocess.PIPE, text=True)
         self.assertEqual(result.returncode, 0)
         text = " ".join(result.stdout.split())
         self.assertIn('tools/new_lesson.py 06_scans "Scans:', text)
         self.assertIn("--root", text)
-        self.assertIn("It declares no benchmark: one benchmark definition per lesson (issue 22, part 2) does not "
-                      "exist yet", text)
+        self.assertIn("It declares no sweep: a lesson that gets one adds tools/bench/NN_name.cu and its manifest "
+                      "entry's \"sweep\"", text)
 
 
 if __name__ == "__main__":

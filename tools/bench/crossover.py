@@ -10,15 +10,9 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Tuple
 
-LESSON = "04_reduction"
 CPU_OPERATIONS = ("cpu_one_thread", "cpu_all_threads")
 KERNEL = "cub_sum"
 WITH_TRANSFER = "gpu_with_transfer"
-
-
-def is_reduction(rows: Iterable[Dict]) -> bool:
-    """Whether these are lesson 04's rows, which ./plot and ./sweep treat as such."""
-    return any(r["lesson"] == LESSON for r in rows)
 
 
 def format_n(n: float) -> str:

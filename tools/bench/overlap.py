@@ -10,18 +10,12 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional
 
-LESSON = "05_streams"
 PROCESS = "process"
 PAGEABLE = "process_pageable"
 PAGEABLE_SEQUENTIAL = "pageable_sequential"
 KERNEL = "transform"  # the lesson's kernel alone, implementation "baseline"
 STAGES = ("h2d_pinned", KERNEL, "d2h_pinned")
 STAGE_LABELS = {"h2d_pinned": "H2D", KERNEL: "kernel", "d2h_pinned": "D2H"}
-
-
-def is_streams(rows: Iterable[Dict]) -> bool:
-    """Whether these are lesson 05's rows, which ./plot and ./sweep treat as such."""
-    return any(r["lesson"] == LESSON for r in rows)
 
 
 def pipeline_n(rows: List[Dict]) -> Optional[int]:

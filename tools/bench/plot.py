@@ -1,6 +1,10 @@
 """./plot: turn a sweep CSV (written by ./sweep) into figures for a report.
 
-For a memory-bound lesson such as 02_multiply_add it draws:
+It draws the figures that the lesson's "sweep" in lessons/manifest.json names, with the drawing
+code of the sweep's kind ({"kind": "bandwidth", "figures": ["time_vs_n", ...]}), and never
+guesses from the CSV's rows: rows of a lesson that declares no sweep are an error (exit 2).
+The kinds and their figures:
+For a memory-bound lesson such as 02_multiply_add ("bandwidth"):
   time_vs_n             median kernel time against n (log-log), one line per block size,
                         one panel per implementation, with the copy-bandwidth limit
   bandwidth_vs_block    effective bandwidth against block size at the largest n, per grid
@@ -8,12 +12,12 @@ For a memory-bound lesson such as 02_multiply_add it draws:
   student_vs_reference  the best configuration's share of the copy bandwidth against n
   kernel_vs_transfer    kernel time against the host-device copies of its data (pageable
                         and pinned), against n
-For a compute-bound lesson such as 03_matmul (rows for cuBLAS FP32):
+For a compute-bound lesson such as 03_matmul ("gflops", rows for cuBLAS FP32):
   gflops_vs_n           GFLOP/s against N for each function, student and reference, with
                         cuBLAS FP32 and TF32 measured in the same run
   fraction_of_cublas    each function's share of cuBLAS FP32 at the largest N, student beside
                         reference
-For the reductions of 04_reduction:
+For the reductions of 04_reduction ("reduction"):
   time_vs_n             every sum's time against n (log-log): each function, student solid and
                         reference dashed, CUB's kernel and CUB after copying the data from host
                         memory in black, the CPU (one thread, all threads) in grey, and where
@@ -21,7 +25,7 @@ For the reductions of 04_reduction:
   gbps_vs_n             the same as GB/s (n x 4 bytes / time), with the measured copy bandwidth
   fraction_of_cub       each function's GB/s as a share of cub::DeviceReduce::Sum's at the
                         largest n, student beside reference
-For the streams pipeline of 05_streams:
+For the streams pipeline of 05_streams ("streams"):
   time_vs_chunks        process's time against the number of chunks, one line per number of
                         streams, student solid and reference dashed, with the overlap bound
                         max(H2D, kernel, D2H) and the sequential time H2D + kernel + D2H, and
@@ -44,8 +48,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "grader"))
 import crossover  # noqa: E402
+from driver.manifest import ManifestError, Sweep, load_manifest  # noqa: E402
 import overlap  # noqa: E402
 from sweep_schema import (CsvError, TRANSFERS, is_timeline, is_transfer, left_out, read_sweep,  # noqa: E402
                           read_timeline)
@@ -218,11 +225,6 @@ class Figures:
         ax.legend(fontsize=7, loc="upper left")
         self._finish(fig, "kernel_vs_transfer", f"{self.operation}: the kernel against copying its data")
         return True
-
-
-def is_compute_bound(rows: List[Dict]) -> bool:
-    """Lessons timed against a library's GFLOP/s (03_matmul: rows for cuBLAS FP32)."""
-    return any(r["operation"] == "cublas_fp32" for r in rows)
 
 
 class GflopsFigures(Figures):
@@ -543,9 +545,22 @@ class TimelineFigure:
                 + (f" ({total / span:.2g}x overlapped)" if span > 0 else ""))
 
 
+# The drawing code of each sweep kind, the manifest's "sweep": {"kind": ...} (SWEEP_FIGURES in
+# grader/driver/manifest.py names each kind's figures; test_plot checks the two agree).
+KINDS = {"bandwidth": Figures, "gflops": GflopsFigures, "reduction": ReductionFigures, "streams": StreamsFigures}
+# Figures that need rows a sweep may leave out, and why one was not drawn.
+NOT_DRAWN = {
+    "kernel_vs_transfer": "has no transfer rows (swept with --no-transfers): no kernel_vs_transfer figure",
+    "fraction_of_cublas": "has no cuBLAS FP32 row at the largest N: no fraction_of_cublas figure",
+    "fraction_of_cub": "has no cub_sum rows (swept with --no-transfers): no fraction_of_cub figure",
+}
+TIMELINE = "timeline"  # drawn from the lesson's timeline CSV, not from the sweep CSV's rows
+
+
 def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="./plot", description="Turn a sweep CSV from ./sweep into figures (PNG plus PDF or SVG).",
+        prog="./plot", description="Turn a sweep CSV from ./sweep into figures (PNG plus PDF or SVG): the figures "
+                                   "its lesson's \"sweep\" in lessons/manifest.json names.",
         epilog="examples: ./plot sweep-results/02_multiply_add.csv    (figures go to sweep-results/figures/)\n"
                "          ./plot sweep-results/05_streams.csv         (with 05_streams_timeline.csv beside it)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -554,26 +569,55 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="directory for the figures (default: figures/ beside the CSV)")
     parser.add_argument("--format", choices=("pdf", "svg"), default="pdf", help="vector format besides PNG")
     parser.add_argument("--grid-mode", help="grid mode of the time_vs_n figure (default: cover)")
+    parser.add_argument("--manifest", type=Path, default=ROOT / "lessons" / "manifest.json",
+                        help=argparse.SUPPRESS)  # the tests' own manifests
     return parser.parse_args(argv)
+
+
+def declared_sweeps(manifest: Path) -> Dict[str, Optional[Sweep]]:
+    """Each lesson's declared sweep (None: it has none), by slug."""
+    return {l.slug: l.sweep for l in load_manifest(manifest)}
+
+
+def undeclared(lesson: str, path: Path, sweeps: Dict[str, Optional[Sweep]], manifest: Path) -> str:
+    """Why ./plot draws nothing for `lesson`'s rows: the manifest has no such lesson, or no sweep for it."""
+    if lesson not in sweeps:
+        return (f"{path} holds rows of lesson {lesson!r}, which {manifest} does not list; the lessons are "
+                + ", ".join(sweeps) + ". Was the CSV written by another version of the workbook?")
+    with_sweep = [slug for slug, sweep in sweeps.items() if sweep]
+    return (f"{path} holds rows of {lesson}, whose entry in {manifest} declares no \"sweep\", so there are no "
+            f"figures to draw for it; lessons with a sweep: " + ", ".join(with_sweep))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        sweeps = declared_sweeps(args.manifest)
+    except ManifestError as e:
+        print(f"plot: {e}", file=sys.stderr)
+        return EXIT_BAD_CSV
     tables, timelines = [], []
-    paths = list(args.csv)
-    for path in args.csv:  # a timeline beside a sweep CSV (./sweep writes 05_streams_timeline.csv) is drawn with it
-        beside = path.with_name(f"{path.stem}_timeline.csv")
-        if beside.exists() and beside not in paths and not is_timeline(path):
-            paths.append(beside)
-    for path in paths:
-        try:
+    try:
+        for path in args.csv:
             if is_timeline(path):
                 timelines.append((path, read_timeline(path)))
             else:
                 tables.append((path, read_sweep(path)))
-        except CsvError as e:
-            print(f"plot: {e}", file=sys.stderr)
-            return EXIT_BAD_CSV
+        # A timeline beside a sweep CSV (./sweep writes 05_streams_timeline.csv) is drawn with it,
+        # where the lesson's sweep names the timeline among its figures.
+        for path, rows in list(tables):
+            beside = path.with_name(f"{path.stem}_timeline.csv")
+            sweep = sweeps.get(rows[0]["lesson"]) if rows else None
+            if sweep and TIMELINE in sweep.figures and beside.exists() and beside not in [p for p, _ in timelines]:
+                timelines.append((beside, read_timeline(beside)))
+    except CsvError as e:
+        print(f"plot: {e}", file=sys.stderr)
+        return EXIT_BAD_CSV
+    for path, rows in tables:
+        for lesson in sorted({r["lesson"] for r in rows}):
+            if not sweeps.get(lesson):
+                print(f"plot: {undeclared(lesson, path, sweeps, args.manifest)}", file=sys.stderr)
+                return EXIT_BAD_CSV
     plt = import_pyplot()
     if plt is None:
         print(f"plot: matplotlib is not installed for {sys.executable}. Install it with "
@@ -591,35 +635,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         for r in rows:
             by_lesson[r["lesson"]].append(r)
         for lesson, lesson_rows in by_lesson.items():
-            if overlap.is_streams(lesson_rows):
-                figures = StreamsFigures(plt, lesson_rows, out_dir, args.format, args.grid_mode, notes)
-                figures.time_vs_chunks()
-                for written in figures.written:
-                    print(f"wrote {written}")
-                continue
-            if crossover.is_reduction(lesson_rows):
-                figures = ReductionFigures(plt, lesson_rows, out_dir, args.format, args.grid_mode, notes)
-                figures.time_vs_n()
-                figures.gbps_vs_n()
-                if not figures.fraction_of_cub():
-                    print(f"plot: {path} has no cub_sum rows (swept with --no-transfers): no fraction_of_cub figure")
-                for written in figures.written:
-                    print(f"wrote {written}")
-                continue
-            if is_compute_bound(lesson_rows):
-                figures = GflopsFigures(plt, lesson_rows, out_dir, args.format, args.grid_mode, notes)
-                figures.gflops_vs_n()
-                if not figures.fraction_of_cublas():
-                    print(f"plot: {path} has no cuBLAS FP32 row at the largest N: no fraction_of_cublas figure")
-                for written in figures.written:
-                    print(f"wrote {written}")
-                continue
-            figures = Figures(plt, lesson_rows, out_dir, args.format, args.grid_mode, notes)
-            figures.time_vs_n()
-            figures.bandwidth_vs_block()
-            figures.student_vs_reference()
-            if not figures.kernel_vs_transfer():
-                print(f"plot: {path} has no transfer rows (swept with --no-transfers): no kernel_vs_transfer figure")
+            sweep = sweeps[lesson]
+            figures = KINDS[sweep.kind](plt, lesson_rows, out_dir, args.format, args.grid_mode, notes)
+            for name in sweep.figures:
+                if name == TIMELINE:
+                    continue
+                if getattr(figures, name)() is False:
+                    print(f"plot: {path} {NOT_DRAWN[name]}")
             for written in figures.written:
                 print(f"wrote {written}")
     for path, rows in timelines:

@@ -410,16 +410,17 @@ def summarize_reduction(rows: List[dict]) -> List[str]:
     return lines
 
 
-def summarize(path: Path) -> List[str]:
-    """One line per implementation: its best configuration at the largest n."""
+def summarize(path: Path, kind: str) -> List[str]:
+    """One line per implementation: its best configuration at the largest n, the way the
+    lesson's sweep kind (the manifest's "sweep": {"kind"}) reads."""
     rows = read_sweep(path)
     kernels = [r for r in rows if not is_transfer(r)]
     largest = max(r["n"] for r in kernels)
-    if overlap.is_streams(kernels):
+    if kind == "streams":
         return summarize_streams(rows)
-    if crossover.is_reduction(kernels):
+    if kind == "reduction":
         return summarize_reduction(kernels)
-    if any(r["operation"] == "cublas_fp32" for r in kernels):
+    if kind == "gflops":
         return summarize_gflops(kernels, largest)
     lines = []
     for name in sorted({r["implementation"] for r in kernels}, key=lambda s: (s != "student", s)):
@@ -443,10 +444,17 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
     except ManifestError as e:
         print(f"sweep: {e}", file=sys.stderr)
         return EXIT_USAGE
-    with_sweep = [l for l in lessons if (root / "tools" / "bench" / f"{l.slug}.cu").exists()]
+    # A lesson has a sweep when its manifest entry declares one ("sweep": its kind and figures).
+    with_sweep = [l for l in lessons if l.sweep]
     if not with_sweep:
         print(f"sweep: {', '.join(l.slug for l in lessons)} has no sweep; lessons with one: "
-              + ", ".join(p.stem for p in sorted((root / "tools" / "bench").glob("[0-9][0-9]_*.cu"))), file=sys.stderr)
+              + ", ".join(l.slug for l in load_manifest(root / "lessons" / "manifest.json") if l.sweep),
+              file=sys.stderr)
+        return EXIT_USAGE
+    missing = [l.slug for l in with_sweep if not (root / "tools" / "bench" / f"{l.slug}.cu").exists()]
+    if missing:
+        print(f"sweep: lessons/manifest.json declares a sweep for {', '.join(missing)}, but there is no "
+              + ", ".join(f"tools/bench/{slug}.cu" for slug in missing) + " to run it", file=sys.stderr)
         return EXIT_USAGE
     tree_dir = resolve_tree(root, args.tree)
     if not tree_dir.is_dir():
@@ -550,7 +558,7 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
         path = out_dir / f"{lesson.slug}.csv"
         write_csv(path, list(rows.values()), left_out)
         try:
-            summary = summarize(path)
+            summary = summarize(path, lesson.sweep.kind)
         except CsvError as e:
             print(f"sweep: the CSV written does not read back: {e}", file=sys.stderr)
             return EXIT_PARTIAL

@@ -45,6 +45,82 @@ def plot(*args, env=None):
                           stderr=subprocess.PIPE, text=True, env=env)
 
 
+def manifest_with(directory, **sweeps):
+    """The real manifest with each slug's "sweep" replaced (None: taken out), written into `directory`."""
+    import json
+    data = json.loads((ROOT / "lessons" / "manifest.json").read_text())
+    for lesson in data["lessons"]:
+        if lesson["slug"] in sweeps:
+            if sweeps[lesson["slug"]] is None:
+                lesson.pop("sweep", None)
+            else:
+                lesson["sweep"] = sweeps[lesson["slug"]]
+    path = Path(directory) / "manifest.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+class DeclaredFiguresTest(unittest.TestCase):
+    """./plot draws what the manifest's "sweep" names, and nothing it would have to guess."""
+
+    def test_the_manifest_names_only_figures_plot_can_draw(self):
+        sys.path.insert(0, str(ROOT / "grader"))
+        import plot as plot_module
+        from driver.manifest import SWEEP_FIGURES
+        self.assertEqual(set(plot_module.KINDS), set(SWEEP_FIGURES))
+        for kind, names in SWEEP_FIGURES.items():
+            for name in names:
+                if name != plot_module.TIMELINE:
+                    self.assertTrue(callable(getattr(plot_module.KINDS[kind], name, None)), f"{kind}: {name}")
+        self.assertLessEqual(set(plot_module.NOT_DRAWN), {n for names in SWEEP_FIGURES.values() for n in names})
+
+    def test_only_the_declared_figures_are_drawn_in_the_declared_order(self):
+        with tempfile.TemporaryDirectory() as d:
+            manifest = manifest_with(d, **{"02_multiply_add": {"kind": "bandwidth",
+                                                                "figures": ["student_vs_reference", "time_vs_n"]}})
+            p = plot(SAMPLE, "--out", d, "--manifest", manifest)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(sorted(f.name for f in Path(d).glob("*.png")),
+                             ["02_multiply_add_student_vs_reference.png", "02_multiply_add_time_vs_n.png"])
+            written = [l for l in p.stdout.splitlines() if l.startswith("wrote") and l.endswith(".png")]
+            self.assertTrue(written[0].endswith("student_vs_reference.png"), written)
+
+    def test_a_lesson_without_a_sweep_is_an_error_that_says_so(self):
+        with tempfile.TemporaryDirectory() as d:
+            manifest = manifest_with(d, **{"02_multiply_add": None})
+            p = plot(SAMPLE, "--out", d, "--manifest", manifest)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("02_multiply_add, whose entry in", p.stderr)
+            self.assertIn("declares no \"sweep\"", p.stderr)
+            self.assertIn("lessons with a sweep: 03_matmul, 04_reduction, 05_streams", p.stderr)
+            self.assertFalse(list(Path(d).glob("*.png")))
+
+    def test_rows_of_a_lesson_the_manifest_does_not_list(self):
+        with tempfile.TemporaryDirectory() as d:
+            csv = Path(d) / "sweep.csv"
+            csv.write_text(SAMPLE.read_text().replace("02_multiply_add,", "09_unknown,"))
+            p = plot(csv, "--out", d)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("rows of lesson '09_unknown', which", p.stderr)
+
+    def test_a_manifest_naming_a_figure_plot_does_not_draw(self):
+        with tempfile.TemporaryDirectory() as d:
+            manifest = manifest_with(d, **{"02_multiply_add": {"kind": "bandwidth", "figures": ["gflops_vs_n"]}})
+            p = plot(SAMPLE, "--out", d, "--manifest", manifest)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("./plot draws no figure 'gflops_vs_n' for a 'bandwidth' sweep", p.stderr)
+
+    def test_the_timeline_beside_the_csv_only_where_declared(self):
+        with tempfile.TemporaryDirectory() as d:
+            csv = Path(d) / "05_streams.csv"
+            csv.write_text(STREAMS_SAMPLE.read_text())
+            (Path(d) / "05_streams_timeline.csv").write_text(STREAMS_TIMELINE_SAMPLE.read_text())
+            manifest = manifest_with(d, **{"05_streams": {"kind": "streams", "figures": ["time_vs_chunks"]}})
+            p = plot(csv, "--out", d, "--manifest", manifest)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(sorted(f.name for f in Path(d).glob("*.png")), ["05_streams_time_vs_chunks.png"])
+
+
 class PlotTest(unittest.TestCase):
     def check_figures(self, fmt):
         with tempfile.TemporaryDirectory() as out:

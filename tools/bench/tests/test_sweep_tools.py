@@ -467,7 +467,7 @@ class RunSweepTest(unittest.TestCase):
 
     def test_streams_summary_states_the_bound_and_each_best_fraction(self):
         with CsvFile([",".join(COLUMNS)] + streams_rows()) as path:
-            lines = sweep_cli.summarize(path)
+            lines = sweep_cli.summarize(path, "streams")
         text = "\n".join(lines)
         self.assertIn("overlap bound max(H2D, kernel, D2H) 2.2 ms; sequential H2D + kernel + D2H 6.3 ms", text)
         self.assertIn("H2D 2 ms, kernel 2.1 ms, D2H 2.2 ms", text)
@@ -475,7 +475,7 @@ class RunSweepTest(unittest.TestCase):
                       "sequential", text)
         self.assertIn("reference  best: 4 streams, 16 chunks: 2.5 ms, 88% of the bound", text)
         with CsvFile([",".join(COLUMNS)] + streams_rows(stages=False)) as path:
-            self.assertIn("no overlap bound", "\n".join(sweep_cli.summarize(path)))
+            self.assertIn("no overlap bound", "\n".join(sweep_cli.summarize(path, "streams")))
 
     def test_a_silent_program_is_stopped(self):
         with silence_limit(1), tempfile.TemporaryDirectory() as d:
@@ -489,7 +489,7 @@ class RunSweepTest(unittest.TestCase):
         self.assertIn("no output for 1 s", run.errors)
 
     def test_matmul_summary_in_gflops_against_cublas(self):
-        lines = sweep_cli.summarize(MATMUL_SAMPLE)
+        lines = sweep_cli.summarize(MATMUL_SAMPLE, "gflops")
         self.assertTrue(lines[0].strip().startswith("student"))
         self.assertIn("matmul_tiled", lines[0])
         self.assertIn("of cuBLAS FP32", lines[0])
@@ -497,7 +497,7 @@ class RunSweepTest(unittest.TestCase):
         self.assertIn("cublas_tf32", lines[-1])
 
     def test_reduction_summary_against_cub_with_the_crossover(self):
-        lines = sweep_cli.summarize(REDUCTION_SAMPLE)
+        lines = sweep_cli.summarize(REDUCTION_SAMPLE, "reduction")
         self.assertEqual(lines[0].split()[:6], ["student", "at", "n", "=", "1e9:", "reduce_block"])
         self.assertIn("reduce_sum 2317 GB/s (75% of CUB)", lines[0])
         self.assertNotIn("reduce_sum_challenge", lines[0])  # the sample's student left it undone
@@ -525,7 +525,7 @@ class RunSweepTest(unittest.TestCase):
             self.assertEqual(r["block"] is None, r["grid_mode"] == "own")
 
     def test_summary_names_the_best_configuration(self):
-        lines = sweep_cli.summarize(SAMPLE)
+        lines = sweep_cli.summarize(SAMPLE, "bandwidth")
         self.assertTrue(lines[0].strip().startswith("student"))
         self.assertIn("% of the copy bandwidth", lines[0])
         self.assertTrue(lines[1].strip().startswith("reference"))
@@ -545,7 +545,7 @@ class LeftOutTest(unittest.TestCase):
             csv = Path(d) / "03_matmul.csv"
             sweep_cli.write_csv(csv, swept.rows, swept.left_out)
             rows, notes, text = read_sweep(csv), left_out(csv), csv.read_text()
-            self.assertTrue(sweep_cli.summarize(csv))
+            self.assertTrue(sweep_cli.summarize(csv, "gflops"))
             if PLOT_PYTHON:  # ./plot draws it, and names what was left out
                 p = subprocess.run([PLOT_PYTHON, str(ROOT / "plot"), str(csv), "--out", d, "--format", "svg"],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
