@@ -35,7 +35,8 @@
 //                           so --skip process_timeline leaves it out.
 //
 // Lesson 05's own options (the rest are every sweep's; --help lists both):
-//   --blocks S,...   the numbers of streams (the CSV's block column)
+//   --streams S,...  the numbers of streams (the CSV's block column; --blocks is refused: lesson
+//                    05 has no block size to sweep)
 //   --chunks C,...   the numbers of chunks (the CSV's grid column)
 //   --work W         the kernel's work instead of calibrating it
 #include "streams.hpp"
@@ -99,6 +100,10 @@ LessonOptions take_lesson_options(int& argc, char** argv) {
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--blocks") {
+      usage_error(argv[0], "lesson 05 sweeps streams and chunks, not block sizes: --streams S,... sets the numbers "
+                           "of streams, --chunks C,... the numbers of chunks");
+    }
     if (arg == "--chunks" || arg == "--work") {
       if (i + 1 >= argc) usage_error(argv[0], arg + " needs a value");
       const std::string value = argv[++i];
@@ -121,7 +126,6 @@ LessonOptions take_lesson_options(int& argc, char** argv) {
           "alone (the overlap bound), process_pageable (task 4), and records one call of process at %d streams\n"
           "and %d chunks with the grader's tracer (the '# timeline' lines, for sweep-results/%s_timeline.csv).\n"
           "Its own options:\n"
-          "  --blocks     the numbers of streams (default 1,2,3,4,8)\n"
           "  --chunks     the numbers of chunks (default 1,2,4,8,16,32,64)\n"
           "  --work W     the kernel's work per element (default: calibrated so that the kernel alone takes as\n"
           "               long as the pinned copy in; printed as '# pass --work W' for the later runs)\n"
@@ -367,6 +371,8 @@ int main(int argc, char** argv) {
   bench::Defaults defaults;
   defaults.sizes = {kDefaultN};
   defaults.blocks = {1, 2, 3, 4, 8};  // the numbers of streams
+  defaults.blocks_option = "--streams";
+  defaults.blocks_meaning = "number of streams";
   defaults.grid_modes = {kPipeline};
   const bench::Options options = bench::parse_options(argc, argv, kLesson, defaults);
   if (options.print_header) {

@@ -95,14 +95,16 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
   std::vector<std::string> block_names;
   for (const int block : defaults.blocks) block_names.push_back(std::to_string(block));
   const std::string usage =
-      "usage: " + program + " [--implementation NAME] [--sizes N,N,...] [--blocks B,B,...] [--grids MODE,...]\n"
+      "usage: " + program + " [--implementation NAME] [--sizes N,N,...] [" + defaults.blocks_option + " B,B,...] "
+      "[--grids MODE,...]\n"
       "       [--warmup N] [--samples N] [--no-transfers] [--skip OP,...] [--print-header]\n"
-      "Times lesson " + lesson + " for every size x block size x grid mode and prints one CSV row per\n"
-      "measurement to stdout (./sweep runs this for you and writes the file). Before each check and\n"
-      "each measurement it prints a line '# checking OP' or '# measuring OP n=N ...': after a crash\n"
+      "Times lesson " + lesson + " for every size x " + defaults.blocks_meaning + " x grid mode and prints one CSV\n"
+      "row per measurement to stdout (./sweep runs this for you and writes the file). Before each check\n"
+      "and each measurement it prints a line '# checking OP' or '# measuring OP n=N ...': after a crash\n"
       "or a hang, the last one names the function, and ./sweep runs it again with --skip OP.\n"
       "  --sizes      problem sizes (default " + describe_sizes(defaults.sizes) + "; clipped to the GPU's free memory)\n"
-      "  --blocks     threads per block (default " + join(block_names) + ")\n"
+      "  " + defaults.blocks_option + std::string(defaults.blocks_option.size() < 12 ? 12 - defaults.blocks_option.size() : 1, ' ') +
+      " " + defaults.blocks_meaning + " (default " + join(block_names) + ")\n"
       "  --grids      grid modes: " + join(defaults.grid_modes) + "\n"
       "  --implementation  the CSV's implementation column (default student)\n"
       "  --no-transfers    no host-device copies, and no baselines that do not depend on the code swept\n"
@@ -123,7 +125,7 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
     } else if (arg == "--sizes") {
       options.sizes.clear();
       for (const auto& s : split(value())) options.sizes.push_back(static_cast<std::size_t>(parse_count(program, arg, s)));
-    } else if (arg == "--blocks") {
+    } else if (arg == defaults.blocks_option) {
       options.blocks.clear();
       for (const auto& s : split(value())) options.blocks.push_back(static_cast<int>(parse_count(program, arg, s)));
     } else if (arg == "--grids") {
@@ -148,7 +150,7 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
     }
   }
   if (options.sizes.empty() || options.blocks.empty() || options.grid_modes.empty()) {
-    usage_error(program, "--sizes, --blocks and --grids need at least one value each");
+    usage_error(program, "--sizes, " + defaults.blocks_option + " and --grids need at least one value each");
   }
   return options;
 }

@@ -25,6 +25,10 @@ struct Defaults {
   std::vector<std::size_t> sizes;        ///< problem sizes
   std::vector<int> blocks;               ///< threads per block
   std::vector<std::string> grid_modes;   ///< the lesson's grid modes; the first is the default
+  /// The option that sets Options::blocks and what its numbers are: a lesson whose second axis
+  /// is not a block size names it for what it is (lesson 05: "--streams", the numbers of streams).
+  std::string blocks_option = "--blocks";
+  std::string blocks_meaning = "threads per block";
 };
 
 /// The parsed command line of a sweep program.

@@ -71,7 +71,7 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
         epilog="examples:  ./sweep 02                   the full sweep (sizes 1e4 .. 1e8)\n"
                "           ./sweep 02 --sizes 1e4,1e5,1e6 --blocks 128,256,512\n"
                "           ./sweep 04                   sums of 1e3 .. 1e9 floats against CUB and the CPU\n"
-               "           ./sweep 05 --blocks 1,4      the streams pipeline: time against chunks for 1 and 4\n"
+               "           ./sweep 05 --streams 1,4     the streams pipeline: time against chunks for 1 and 4\n"
                "                                        streams, the overlap bound, and a timeline of one call\n"
                "           ./plot sweep-results/02_multiply_add.csv    then the figures",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -82,8 +82,10 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
                                             "decades 1e4 .. 1e8 in 02 and 1e3 .. 1e9 in 04, N = 128 .. 8192 in 03, "
                                             "2^25 in 05)")
     parser.add_argument("--blocks", help="comma-separated block sizes (default: the lesson's; 02: 32,64,...,1024, "
-                                             "03 and 04: 256); in 05 the numbers of streams (1,2,3,4,8)")
+                                             "03 and 04: 256)")
     parser.add_argument("--grids", help="comma-separated grid modes (lesson 02: cover,wave)")
+    parser.add_argument("--streams", help="lesson 05: comma-separated numbers of streams (default 1,2,3,4,8)")
+    parser.add_argument("--chunks", help="lesson 05: comma-separated numbers of chunks (default 1,2,4,...,64)")
     parser.add_argument("--samples", type=int, help="timed launches per measurement (default 20)")
     parser.add_argument("--no-transfers", action="store_true",
                         help="skip the host-device copy timings and the baselines (cuBLAS in 03; CUB and the CPU in 04)")
@@ -436,6 +438,34 @@ def summarize(path: Path, kind: str) -> List[str]:
     return lines
 
 
+# The options of each sweep kind's axes beyond the sizes: ./sweep's flag, and the sweep program's.
+AXES = {"bandwidth": (("--blocks", "--blocks"), ("--grids", "--grids")),
+        "gflops": (("--blocks", "--blocks"),),
+        "reduction": (("--blocks", "--blocks"),),
+        "streams": (("--streams", "--streams"), ("--chunks", "--chunks"))}
+
+
+def sweep_options(args: argparse.Namespace, kind: str, kinds: List[str]) -> List[str]:
+    """The sweep program's options for a lesson of `kind`: the sizes and samples, and the axes its
+    kind has. An axis no lesson swept has (--streams for lesson 02 alone) is refused, naming the
+    axes there are."""
+    given = {flag: getattr(args, flag[2:]) for flag in ("--blocks", "--grids", "--streams", "--chunks")}
+    for flag, value in given.items():
+        if value is not None and not any(flag == mine for k in kinds for mine, _ in AXES[k]):
+            axes = sorted({mine for k in kinds for mine, _ in AXES[k]})
+            raise ValueError(f"{flag} is not an axis of the lessons swept here; theirs: {', '.join(axes)}"
+                             + (" (lesson 05 sweeps streams and chunks, not block sizes)" if "streams" in kinds
+                                and flag in ("--blocks", "--grids") else ""))
+    options = []
+    for flag, value in (("--sizes", args.sizes), ("--samples", args.samples)):
+        if value is not None:
+            options += [flag, str(value)]
+    for mine, theirs in AXES[kind]:
+        if given[mine] is not None:
+            options += [theirs, str(given[mine])]
+    return options
+
+
 def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
     root = Path(root or Path(__file__).resolve().parents[2])
     args = parse_args(sys.argv[1:] if argv is None else argv, root)
@@ -455,6 +485,11 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
     if missing:
         print(f"sweep: lessons/manifest.json declares a sweep for {', '.join(missing)}, but there is no "
               + ", ".join(f"tools/bench/{slug}.cu" for slug in missing) + " to run it", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        options = {l.slug: sweep_options(args, l.sweep.kind, [m.sweep.kind for m in with_sweep]) for l in with_sweep}
+    except ValueError as e:
+        print(f"sweep: {e}", file=sys.stderr)
         return EXIT_USAGE
     tree_dir = resolve_tree(root, args.tree)
     if not tree_dir.is_dir():
@@ -484,11 +519,6 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
     print(f"Sweeping on {device.get('name')} (copy bandwidth {float(device.get('copy_bandwidth_gbps', 0)):.0f} GB/s)",
           flush=True)
 
-    options = []
-    for flag, value in (("--sizes", args.sizes), ("--blocks", args.blocks), ("--grids", args.grids),
-                        ("--samples", args.samples)):
-        if value is not None:
-            options += [flag, str(value)]
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     skeletons = skeleton.load(root)
@@ -529,7 +559,7 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
             try:
                 with gpu.exclusive():
                     swept = sweep_implementation(
-                        program, implementation, options + list(passes) +
+                        program, implementation, options[lesson.slug] + list(passes) +
                         ([] if not transfers_done else ["--no-transfers"]), env,
                         lambda errors: label_untouched(errors, tree_dir, lesson.slug, skeletons))
             except LockError as e:

@@ -115,7 +115,7 @@ def check_streams(args, out) -> list:
     has_plain = (ROOT / plain / "05_streams").is_dir()
     names = ["student", "reference"] if has_plain else ["reference"]
     sweep = [sys.executable, str(ROOT / "sweep"), "05", "--no-build", "--build-dir", args.build_dir,
-             "--sizes", "16777216", "--blocks", "1,4", "--samples", "5", "--out", out]  # chunks of 1 MiB and more
+             "--sizes", "16777216", "--streams", "1,4", "--samples", "5", "--out", out]  # chunks of 1 MiB and more
     p = run(sweep + ["--tree", plain if has_plain else "solutions"])
     csv, timeline_csv = Path(out) / "05_streams.csv", Path(out) / "05_streams_timeline.csv"
     if p.returncode != 0 or not csv.exists() or not timeline_csv.exists():

@@ -294,10 +294,16 @@ class StreamsSchemaTest(unittest.TestCase):
                              stdout=subprocess.PIPE, text=True, check=True).stdout
         self.assertEqual(out.strip().split(","), COLUMNS)
         usage = subprocess.run([STREAMS_PROGRAM, "--help"], stdout=subprocess.PIPE, text=True).stdout
-        for text in ("--chunks", "--work W", "the numbers of streams", "# timeline", "--skip OP"):
+        for text in ("--chunks", "--work W", "--streams    number of streams (default 1, 2, 3, 4, 8)", "# timeline",
+                     "--skip OP", "[--streams B,B,...]", "every size x number of streams x grid mode"):
             self.assertIn(text, usage)
+        self.assertNotIn("--blocks", usage)  # lesson 05 has no block size to sweep
+        out = subprocess.run([STREAMS_PROGRAM, "--print-header", "--streams", "1,4"], stdout=subprocess.PIPE,
+                             text=True, check=True).stdout
+        self.assertEqual(out.strip().split(","), COLUMNS)
         for args, message in ((["--chunks", "0"], "--chunks wants whole numbers"), (["--work"], "--work needs a value"),
-                              (["--chunks", "4,x"], "not 'x'")):
+                              (["--chunks", "4,x"], "not 'x'"), (["--streams", "0"], "--streams wants whole numbers"),
+                              (["--blocks", "1,4"], "lesson 05 sweeps streams and chunks, not block sizes: --streams")):
             p = subprocess.run([STREAMS_PROGRAM] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             self.assertEqual(p.returncode, 2, args)
             self.assertIn(message, p.stderr)
@@ -307,6 +313,39 @@ class StreamsSchemaTest(unittest.TestCase):
         if p.returncode != 77:
             self.skipTest("a GPU is present")
         self.assertIn("needs a GPU", p.stderr)
+
+
+class SweepOptionsTest(unittest.TestCase):
+    """./sweep passes each lesson the options of its own axes, named for what they are."""
+
+    def options(self, argv, kind, kinds):
+        return sweep_cli.sweep_options(sweep_cli.parse_args(argv, ROOT), kind, kinds)
+
+    def test_each_lesson_gets_its_own_axes(self):
+        argv = ["02", "05", "--sizes", "1e6", "--blocks", "128,256", "--grids", "wave", "--streams", "1,4",
+                "--chunks", "8", "--samples", "5"]
+        kinds = ["bandwidth", "streams"]
+        self.assertEqual(self.options(argv, "bandwidth", kinds),
+                         ["--sizes", "1e6", "--samples", "5", "--blocks", "128,256", "--grids", "wave"])
+        self.assertEqual(self.options(argv, "streams", kinds),
+                         ["--sizes", "1e6", "--samples", "5", "--streams", "1,4", "--chunks", "8"])
+        self.assertEqual(self.options(["03", "--blocks", "128"], "gflops", ["gflops"]), ["--blocks", "128"])
+
+    def test_an_axis_no_lesson_here_has_is_refused_naming_theirs(self):
+        with self.assertRaisesRegex(ValueError, r"--blocks is not an axis of the lessons swept here; theirs: "
+                                                r"--chunks, --streams \(lesson 05 sweeps streams and chunks"):
+            self.options(["05", "--blocks", "1,4"], "streams", ["streams"])
+        with self.assertRaisesRegex(ValueError, r"--streams is not an axis of the lessons swept here; theirs: "
+                                                r"--blocks, --grids$"):
+            self.options(["02", "--streams", "4"], "bandwidth", ["bandwidth"])
+
+    def test_the_refusal_reaches_the_command_line(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), mock.patch.object(sweep_cli.build, "prepare") as prepare:
+            code = sweep_cli.main(["05", "--blocks", "1,4", "--no-build"], ROOT)
+        self.assertEqual(code, sweep_cli.EXIT_USAGE)
+        prepare.assert_not_called()
+        self.assertIn("--blocks is not an axis", err.getvalue())
 
 
 def fake_program(directory, body):
