@@ -266,20 +266,24 @@ std::string process_errors(Pipeline& p, const std::string& facts) {
     return copied_back > t.returned_ns ? (copied_back - t.returned_ns) / 1000 : 0;
   };
   std::uint64_t early_us = returned_early(*trace);
-  std::string where = "process";
+  std::string where = "process", seen = seen_text(*trace);
   if (early_us == 0 && n < kReturnsEarlyProbe.n) {
     Pipeline probe(kReturnsEarlyProbe);
-    if (const auto probed = grader::trace([&] { probe.run(); })) early_us = returned_early(*probed);
-    where = "On " + shape_text(kReturnsEarlyProbe) + ", process";
+    if (const auto probed = grader::trace([&] { probe.run(); }); probed && returned_early(*probed) > 0) {
+      early_us = returned_early(*probed);
+      where = "On " + shape_text(kReturnsEarlyProbe) + ", process";
+      seen += "\nWhat the grader saw on the GPU during the call on " + shape_text(kReturnsEarlyProbe) + ":\n" +
+              probed->describe();
+    }
   }
   if (early_us > 0) {
     return out + grader::hint(HintId::returns_early,
                               where + " returned " + std::to_string(early_us) + " us before its last copy to "
                               "host_out ended, so the caller read a half-written host_out. Before returning, wait "
                               "for each of your streams (cudaStreamSynchronize).") +
-           seen_text(*trace);
+           seen;
   }
-  return out + seen_text(*trace);
+  return out + seen;
 }
 
 void require_process_writes() {

@@ -13,8 +13,8 @@ import random
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -23,7 +23,7 @@ from .file_lock import LockError
 from .gpu_lock import GpuLock
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
-from .runner import PhaseResult, exit_on_sigterm, run_phase
+from .runner import PhaseResult, exit_on_sigterm, run_phase, side_by_side
 from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
                       COMPILE_ERROR, MISSING, SKIPPED, STATUS_LABELS, ComponentResult, GradeRun, LessonResult,
                       SanitizerRun, TaskResult, ToolOutcome, confirm_correctness, judge_correctness,
@@ -245,10 +245,10 @@ class Grader:
         """One compute-sanitizer process per (tool, tasks) of `batches`, all at once: the tools are
         independent processes, and each leaves the GPU idle most of its time (it instruments on the
         CPU), so side by side they take about as long as the slowest alone."""
-        with self.gpu.shared(), ThreadPoolExecutor(max_workers=max(1, len(batches))) as pool:
-            futures = [pool.submit(self._sanitized, program, lesson, tasks, tool, sum(elapsed[t.id] for t in tasks))
-                       for tool, tasks in batches]
-            return [f.result() for f in futures]
+        with self.gpu.shared():
+            return side_by_side([partial(self._sanitized, program, lesson, tasks, tool,
+                                         sum(elapsed[t.id] for t in tasks)) for tool, tasks in batches],
+                                workers=min(len(batches), os.cpu_count() or 1))
 
     def _sanitizer_check(self, program: str, lesson: Lesson, passed: list, elapsed: Dict[int, float],
                          wall: Dict[str, float]) -> Dict[int, List[ToolOutcome]]:

@@ -136,7 +136,7 @@ def _sweep(raw, where: str) -> Sweep:
     if not isinstance(raw, dict) or set(raw) != {"kind", "figures"}:
         raise ManifestError(f"{where}: \"sweep\" is {{\"kind\": ..., \"figures\": [...]}}, got {raw!r}")
     kind, figures = raw["kind"], raw["figures"]
-    if kind not in SWEEP_FIGURES:
+    if not isinstance(kind, str) or kind not in SWEEP_FIGURES:
         raise ManifestError(f"{where}: unknown sweep kind {kind!r}; the kinds are " + ", ".join(SWEEP_FIGURES))
     if (not isinstance(figures, list) or not figures or not all(isinstance(f, str) for f in figures)
             or len(set(figures)) != len(figures)):

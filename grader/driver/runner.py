@@ -16,9 +16,10 @@ import signal
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from .sanitizer import SanitizerReport, parse_reports
 
@@ -194,6 +195,42 @@ def parse_sanitizer_output(text: str, result: PhaseResult) -> None:
     result.sanitizer_reports = parse_reports(text)
 
 
+# The process groups of the programs run_phase is running now, from any thread. Ctrl-C and
+# SIGTERM reach the main thread only: a run_phase waiting in another thread (the sanitizer check's
+# tools side by side) never sees them, so whoever started it kills them (kill_running).
+_running: set = set()
+_running_lock = threading.Lock()
+T = TypeVar("T")
+
+
+def kill_running() -> None:
+    """Kills every program run_phase is running now, in any thread (their process groups): their
+    run_phase calls then return at once."""
+    with _running_lock:
+        groups = list(_running)
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def side_by_side(calls: Sequence[Callable[[], T]], workers: int) -> List[T]:
+    """Each of `calls` (each one runs programs through run_phase) in a thread of its own, at most
+    `workers` at once; their results in order. Ctrl-C or SIGTERM (exit_on_sigterm) reaches the
+    calling thread only: it then kills the programs the threads wait for (kill_running), so none
+    runs on, holding the GPU, after the grading stopped; and raises."""
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = [pool.submit(call) for call in calls]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            kill_running()
+            raise
+
+
 def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env: Dict[str, str],
               sanitizer: Optional[Sequence[str]] = None, sanitizer_tool: Optional[str] = None) -> PhaseResult:
     """Runs `program test_spec` (a Catch2 test spec such as "[task_1]~[perf]") and collects
@@ -216,6 +253,8 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
                                        start_new_session=True, pass_fds=(key_read,))
         finally:
             os.close(key_read)
+        with _running_lock:
+            _running.add(process.pid)
         try:
             output, _ = process.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -228,6 +267,9 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
             raise
+        finally:
+            with _running_lock:
+                _running.discard(process.pid)
         result.elapsed_s = time.monotonic() - start
         result.pid = process.pid
         result.returncode = process.returncode

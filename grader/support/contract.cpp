@@ -151,7 +151,6 @@ void check_streams(const Contract& contract, const ContractCall& call, const Tra
   out.push_back({"streams", facts.str()});
 }
 
-// The stream the event was last recorded on before calls[before], if any.
 void check_waits(const Contract& contract, const Trace& t, const Handles& own, std::vector<Violation>& out) {
   if (contract.waits == Waits::Any) return;
   const bool never = contract.waits == Waits::Never;

@@ -139,7 +139,7 @@ struct Trace {
   std::vector<PollingLoop> polling_loops() const;
   /// Device-wide or stream/event waits the work made (cudaDeviceSynchronize,
   /// cudaStreamSynchronize, cudaEventSynchronize, polling loops), by name and count:
-  /// "cudaDeviceSynchronize x 2", "cudaStreamQuery until done".
+  /// "cudaDeviceSynchronize x 2", "cudaStreamQuery in a loop until done".
   std::vector<std::string> synchronizations() const;
   /// A few lines a student can read: the kernels launched (with their configuration and
   /// stream), the copies, the allocations and frees, the waits.

@@ -97,6 +97,7 @@ class ManifestTest(unittest.TestCase):
         self.assertEqual((lesson.sweep.kind, lesson.sweep.figures), ("reduction", ("gbps_vs_n", "time_vs_n")))
         self.assertIsNone(parse_manifest(copy.deepcopy(MANIFEST))[0].sweep)  # no "sweep": none
         for bad, message in [({"kind": "histogram", "figures": ["x"]}, "unknown sweep kind 'histogram'; the kinds"),
+                             ({"kind": ["gflops"], "figures": ["x"]}, "unknown sweep kind \\['gflops'\\]"),
                              ({"kind": "gflops", "figures": ["time_vs_n"]},
                               "./plot draws no figure 'time_vs_n' for a 'gflops' sweep; it draws gflops_vs_n, "
                               "fraction_of_cublas"),

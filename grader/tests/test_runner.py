@@ -361,6 +361,46 @@ class StopTest(unittest.TestCase):
             self.assertIn(state, ("Z", "gone"), "the program was left running")
 
 
+    def test_sigterm_stops_the_programs_run_side_by_side(self):
+        """The sanitizer check runs its tools' programs from worker threads, which SIGTERM never
+        reaches: side_by_side must kill them when the main thread is stopped."""
+        import signal
+        import subprocess
+        import sys
+        import time
+        from pathlib import Path
+        with tempfile.TemporaryDirectory() as d:
+            pids, programs = [], []
+            for i in range(2):  # two programs, each in a folder of its own, each writing its pid
+                os.mkdir(os.path.join(d, str(i)))
+                pids.append(os.path.join(d, str(i), "pid"))
+                programs.append(fake_program(os.path.join(d, str(i)),
+                                             f"open({pids[-1]!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"))
+            driver = os.path.join(d, "driver.py")
+            with open(driver, "w") as f:
+                f.write(f"import sys\nsys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+                        "from functools import partial\n"
+                        "from driver.runner import exit_on_sigterm, run_phase, side_by_side\nexit_on_sigterm()\n"
+                        f"side_by_side([partial(run_phase, p, '[task_1]', seed=1, timeout_s=100, env={{}}) "
+                        f"for p in {programs!r}], workers=2)\n")
+            process = subprocess.Popen([sys.executable, driver])
+            deadline = time.monotonic() + 30
+            while not all(os.path.exists(p) and open(p).read() for p in pids):
+                self.assertLess(time.monotonic(), deadline, "the programs never started")
+                time.sleep(0.1)
+            started = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            self.assertEqual(process.wait(timeout=30), 128 + signal.SIGTERM)
+            self.assertLess(time.monotonic() - started, 20, "the driver waited for its programs")
+            for p in pids:
+                pid = int(open(p).read())
+                try:
+                    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                except OSError:
+                    state = "gone"
+                self.assertIn(state, ("Z", "gone"), "a program was left running")
+
+
 class ParseTest(unittest.TestCase):
     def test_a_line_cut_short_by_a_crash_is_ignored(self):
         r = PhaseResult()

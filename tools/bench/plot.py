@@ -618,6 +618,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             if not sweeps.get(lesson):
                 print(f"plot: {undeclared(lesson, path, sweeps, args.manifest)}", file=sys.stderr)
                 return EXIT_BAD_CSV
+    for path, rows in timelines:
+        for lesson in sorted({r["lesson"] for r in rows}):
+            if not sweeps.get(lesson) or TIMELINE not in sweeps[lesson].figures:
+                print(f"plot: {path} is a timeline of {lesson}, whose \"sweep\" in {args.manifest} names no "
+                      f"{TIMELINE} figure", file=sys.stderr)
+                return EXIT_BAD_CSV
     plt = import_pyplot()
     if plt is None:
         print(f"plot: matplotlib is not installed for {sys.executable}. Install it with "

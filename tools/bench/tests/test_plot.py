@@ -119,6 +119,9 @@ class DeclaredFiguresTest(unittest.TestCase):
             p = plot(csv, "--out", d, "--manifest", manifest)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertEqual(sorted(f.name for f in Path(d).glob("*.png")), ["05_streams_time_vs_chunks.png"])
+            p = plot(Path(d) / "05_streams_timeline.csv", "--out", d, "--manifest", manifest)  # given itself
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("names no timeline figure", p.stderr)
 
 
 class PlotTest(unittest.TestCase):
