@@ -438,11 +438,10 @@ def summarize(path: Path, kind: str) -> List[str]:
     return lines
 
 
-# The options of each sweep kind's axes beyond the sizes: ./sweep's flag, and the sweep program's.
-AXES = {"bandwidth": (("--blocks", "--blocks"), ("--grids", "--grids")),
-        "gflops": (("--blocks", "--blocks"),),
-        "reduction": (("--blocks", "--blocks"),),
-        "streams": (("--streams", "--streams"), ("--chunks", "--chunks"))}
+# The options of each sweep kind's axes beyond the sizes: ./sweep's flags, which its sweep
+# program takes by the same names.
+AXES = {"bandwidth": ("--blocks", "--grids"), "gflops": ("--blocks",), "reduction": ("--blocks",),
+        "streams": ("--streams", "--chunks")}
 
 
 def sweep_options(args: argparse.Namespace, kind: str, kinds: List[str]) -> List[str]:
@@ -450,9 +449,9 @@ def sweep_options(args: argparse.Namespace, kind: str, kinds: List[str]) -> List
     kind has. An axis no lesson swept has (--streams for lesson 02 alone) is refused, naming the
     axes there are."""
     given = {flag: getattr(args, flag[2:]) for flag in ("--blocks", "--grids", "--streams", "--chunks")}
+    axes = sorted({axis for k in kinds for axis in AXES[k]})
     for flag, value in given.items():
-        if value is not None and not any(flag == mine for k in kinds for mine, _ in AXES[k]):
-            axes = sorted({mine for k in kinds for mine, _ in AXES[k]})
+        if value is not None and flag not in axes:
             raise ValueError(f"{flag} is not an axis of the lessons swept here; theirs: {', '.join(axes)}"
                              + (" (lesson 05 sweeps streams and chunks, not block sizes)" if "streams" in kinds
                                 and flag in ("--blocks", "--grids") else ""))
@@ -460,9 +459,9 @@ def sweep_options(args: argparse.Namespace, kind: str, kinds: List[str]) -> List
     for flag, value in (("--sizes", args.sizes), ("--samples", args.samples)):
         if value is not None:
             options += [flag, str(value)]
-    for mine, theirs in AXES[kind]:
-        if given[mine] is not None:
-            options += [theirs, str(given[mine])]
+    for axis in AXES[kind]:
+        if given[axis] is not None:
+            options += [axis, str(given[axis])]
     return options
 
 
