@@ -131,6 +131,8 @@ function(workbook_add_tree name dir)
     if(arg_SWEEPS AND EXISTS "${sweep_source}")
       set(sweep sweep_${slug}__${name})
       add_executable(${sweep} "${sweep_source}")
+      # The lesson's benchmark declaration (grader/<slug>/benchmark.hpp), shared with its grader.
+      target_include_directories(${sweep} PRIVATE "${PROJECT_SOURCE_DIR}/grader/${slug}")
       target_link_libraries(${sweep} PRIVATE ${impl} workbook_bench)
       if(TARGET sweep_${slug}_link)  # a lesson's own needs (05: the tracer), from tools/bench/CMakeLists.txt
         target_link_libraries(${sweep} PRIVATE sweep_${slug}_link)

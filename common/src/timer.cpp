@@ -6,6 +6,7 @@
 #include "workbook/stream.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 namespace workbook {
@@ -55,6 +56,45 @@ TimingStats time_on_device(const std::function<void(cudaStream_t)>& work, const 
   samples.reserve(options.samples);
   for (int i = 0; i < options.samples; ++i) samples.push_back(elapsed_ms(starts[i], stops[i]));
   return summarize_ms(std::move(samples));
+}
+
+TimingOptions timing_after_probe(double probe_ms, const MeasureOptions& options) {
+  TimingOptions timing;
+  timing.flush_l2 = options.flush_l2;
+  timing.stream = options.stream;
+  if (probe_ms > options.slow_ms) {
+    timing.warmup = 0;  // the probe was the warm-up
+    timing.samples = std::min(options.slow_samples, options.samples);
+  } else {
+    timing.warmup = options.warmup;
+    timing.samples = options.samples;
+  }
+  return timing;
+}
+
+TimingStats measure(const std::function<void(cudaStream_t)>& work, const MeasureOptions& options) {
+  if (options.samples < 1) throw std::invalid_argument("measure: samples must be at least 1");
+  TimingOptions probe;
+  probe.warmup = 0;
+  probe.samples = 1;
+  probe.flush_l2 = options.flush_l2;
+  probe.stream = options.stream;
+  const TimingStats first = time_on_device(work, probe);
+  const TimingOptions timing = timing_after_probe(first.median_ms, options);
+  return timing.samples == 0 ? first : time_on_device(work, timing);
+}
+
+TimingStats time_on_host(const std::function<void()>& work, int warmup, int samples) {
+  if (samples < 1) throw std::invalid_argument("time_on_host: samples must be at least 1");
+  for (int i = 0; i < warmup; ++i) work();
+  std::vector<double> ms;
+  ms.reserve(samples);
+  for (int i = 0; i < samples; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  return summarize_ms(std::move(ms));
 }
 
 }  // namespace workbook

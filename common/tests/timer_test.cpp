@@ -1,8 +1,10 @@
-// summarize_ms and gigabytes_per_second: the host-side arithmetic of timing.
+// summarize_ms, gigabytes_per_second and measure()'s policy: the host-side logic of timing.
 #include "workbook/timer.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_floating_point.hpp>
+
+#include <stdexcept>
 
 using Catch::Matchers::WithinRel;
 
@@ -34,4 +36,43 @@ TEST_CASE("bandwidth is bytes over seconds in units of 1e9", "[timer]") {
   CHECK_THAT(workbook::gigabytes_per_second(3e9, 1000.0), WithinRel(3.0, 1e-12));
   CHECK_THAT(workbook::gigabytes_per_second(1e9, 0.5), WithinRel(2000.0, 1e-12));
   CHECK(workbook::gigabytes_per_second(1e9, 0.0) == 0.0);
+}
+
+TEST_CASE("a probe that was not slow is followed by the warm-up and all the samples", "[timer]") {
+  workbook::MeasureOptions options;
+  options.warmup = 4;
+  options.samples = 25;
+  options.slow_ms = 100;
+  options.slow_samples = 3;
+  options.flush_l2 = true;
+  const auto timing = workbook::timing_after_probe(99.0, options);
+  CHECK(timing.warmup == 4);
+  CHECK(timing.samples == 25);
+  CHECK(timing.flush_l2);
+}
+
+TEST_CASE("a slow probe is followed by the slow samples alone, or stands as the measurement", "[timer]") {
+  workbook::MeasureOptions options;
+  options.warmup = 4;
+  options.samples = 25;
+  options.slow_ms = 100;
+  options.slow_samples = 3;
+  const auto few = workbook::timing_after_probe(101.0, options);
+  CHECK(few.warmup == 0);
+  CHECK(few.samples == 3);
+  CHECK_FALSE(few.flush_l2);
+  options.slow_samples = 0;
+  CHECK(workbook::timing_after_probe(5000.0, options).samples == 0);
+  options.slow_samples = 50;  // never more than the samples asked for
+  options.samples = 2;
+  CHECK(workbook::timing_after_probe(101.0, options).samples == 2);
+}
+
+TEST_CASE("host timing takes the warm-up untimed and the samples timed", "[timer]") {
+  int runs = 0;
+  const auto stats = workbook::time_on_host([&] { ++runs; }, 2, 5);
+  CHECK(runs == 7);
+  CHECK(stats.samples == 5);
+  CHECK(stats.min_ms >= 0.0);
+  CHECK_THROWS_AS(workbook::time_on_host([] {}, 0, 0), std::invalid_argument);
 }

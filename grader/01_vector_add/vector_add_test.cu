@@ -81,16 +81,10 @@ void measure_bandwidth(Launch launch) {
 
   const double bytes = 3.0 * n * sizeof(float);
   const double copy_gbps = workbook::copy_bandwidth_gbps_for_run();
-  // One probe launch: a pathologically slow kernel is measured once, not 20 times.
-  workbook::TimingOptions options;
-  options.warmup = 0;
-  options.samples = 1;
-  workbook::TimingStats stats = workbook::time_on_device([&](cudaStream_t s) { launch(p, s); }, options);
-  if (stats.median_ms < 200.0) {
-    options.warmup = 3;
-    options.samples = 20;
-    stats = workbook::time_on_device([&](cudaStream_t s) { launch(p, s); }, options);
-  }
+  // One probe launch first: a pathologically slow kernel is measured once, not 20 times.
+  workbook::MeasureOptions options;
+  options.slow_ms = 200.0;
+  const workbook::TimingStats stats = workbook::measure([&](cudaStream_t s) { launch(p, s); }, options);
   const double gbps = workbook::gigabytes_per_second(bytes, stats.median_ms);
   grader::record_metric("n", static_cast<double>(n));
   grader::record_metric("median_ms", stats.median_ms);

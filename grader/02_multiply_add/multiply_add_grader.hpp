@@ -10,6 +10,7 @@
 // or not (two): the tolerance admits both and nothing else.
 #pragma once
 
+#include "benchmark.hpp"
 #include "multiply_add.hpp"
 
 #include "diagnosis.hpp"
@@ -31,7 +32,6 @@ namespace multiply_add_grader {
 // |x1*x2| <= 1 and |b| <= 4, so either rounding is within a few 1e-7 of the exact value.
 constexpr workbook::Tolerance kFmaOrNot{1e-6, 1e-6};
 constexpr std::size_t kLargeCorrectness = (std::size_t{1} << 26) + 7;  // 256 MiB per array, not a block multiple
-constexpr std::size_t kPerformanceN = std::size_t{1} << 28;             // 1 GiB per array, far beyond L2
 
 // x1, x2 and y on the device (guarded), a random b, and the expected y computed on the host
 // in double precision from the same seeded streams the device filled x1 and x2 with.
@@ -80,24 +80,14 @@ void require_writes(const std::string& what, Run run) {
   }
 }
 
-// Times \p launch on \p p (12 bytes per element moved) with the helper library's timer: one
-// probe launch first, so a pathologically slow kernel is measured once, not 20 times.
+// Times \p launch as lesson 02's benchmark declares (benchmark.hpp).
 template <class Launch>
 workbook::TimingStats time_launch(Launch launch) {
-  workbook::TimingOptions options;
-  options.warmup = 0;
-  options.samples = 1;
-  workbook::TimingStats stats = workbook::time_on_device(launch, options);
-  if (stats.median_ms < 200.0) {
-    options.warmup = 3;
-    options.samples = 15;
-    stats = workbook::time_on_device(launch, options);
-  }
-  return stats;
+  return workbook::measure(launch, multiply_add_benchmark::graded_timing());
 }
 
-// Records the bandwidth of \p stats on n elements (12 bytes each) and its fraction of the copy
-// bandwidth measured in this run.
+// Records the bandwidth of \p stats on n elements and its fraction of the copy bandwidth
+// measured in this run: lesson 02's figure of merit (benchmark.hpp).
 void record_bandwidth(std::size_t n, const workbook::TimingStats& stats);
 
 }  // namespace multiply_add_grader

@@ -16,18 +16,6 @@
 
 using namespace multiply_add_grader;
 
-namespace {
-
-// One full wave: every SM holding as many blocks of \p block threads as it can at once.
-int full_wave(int block) {
-  static const workbook::DeviceInfo info = workbook::query_device(0);
-  int per_sm = 0;
-  WORKBOOK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, multiply_add, block, 0));
-  return std::max(per_sm, 1) * info.sm_count;
-}
-
-}  // namespace
-
 TEST_CASE("Task 1: multiply_add is correct for every block size and grid", "[task_1]") {
   grader::require_gpu();
   require_writes("multiply_add<<<4, 128>>> on n = 1000",
@@ -54,13 +42,15 @@ TEST_CASE("Task 1: multiply_add is correct for every block size and grid", "[tas
 
 TEST_CASE("Task 1: multiply_add bandwidth, best launch configuration", "[task_1][perf]") {
   grader::require_gpu();
-  const std::size_t n = workbook::fit_in_free_memory(kPerformanceN, 3);
+  // Lesson 02's benchmark (benchmark.hpp) at one size: every graded block size in every grid mode.
+  const std::size_t n = workbook::fit_in_free_memory(multiply_add_benchmark::kGradedN, 3);
   Problem p(n, "task 1 perf");
-  struct Config { int block, grid; const char* mode; };
+  struct Config { int block, grid; std::string mode; };
   std::vector<Config> configs;
-  for (const int block : {128, 256, 512, 1024}) {
-    configs.push_back({block, blocks_for(n, block), "cover"});
-    configs.push_back({block, full_wave(block), "wave"});
+  for (const int block : multiply_add_benchmark::kGradedBlocks) {
+    for (const std::string& mode : multiply_add_benchmark::grid_modes()) {
+      configs.push_back({block, static_cast<int>(multiply_add_benchmark::grid_for(mode, n, block)), mode});
+    }
   }
   // A wrong kernel is never timed: the output of the first configuration is checked before
   // any timing, that of the last one after it (the correctness test covered every shape).

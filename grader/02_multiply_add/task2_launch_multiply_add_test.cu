@@ -207,7 +207,7 @@ TEST_CASE("Task 2: launch_multiply_add launches on the stream it is given", "[ta
 
 TEST_CASE("Task 2: launch_multiply_add bandwidth with an auto grid", "[task_2][perf]") {
   grader::require_gpu();
-  const std::size_t n = workbook::fit_in_free_memory(kPerformanceN, 3);
+  const std::size_t n = workbook::fit_in_free_memory(multiply_add_benchmark::kGradedN, 3);
   Problem p(n, "task 2 perf");
   launch_multiply_add(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n(), {256, 0});
   check_output(p);

@@ -147,16 +147,11 @@ void check_fresh_runs(const std::string& what, const Evidence& evidence);
 // it is pathologically slow.
 template <class Launch>
 workbook::TimingStats time_launch(Launch launch) {
-  workbook::TimingOptions options;
-  options.warmup = 0;
-  options.samples = 1;
-  workbook::TimingStats stats = workbook::time_on_device(launch, options);
-  if (stats.median_ms < 500.0) {
-    options.warmup = 2;
-    options.samples = 10;
-    stats = workbook::time_on_device(launch, options);
-  }
-  return stats;
+  workbook::MeasureOptions options;
+  options.warmup = 2;
+  options.samples = 10;
+  options.slow_ms = 500.0;
+  return workbook::measure(launch, options);
 }
 
 // The block shapes task 1 times the naive kernel with; the best median counts.

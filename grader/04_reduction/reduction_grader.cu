@@ -381,16 +381,11 @@ namespace {
 // Times \p work (which launches on the stream it is given): one probe, then warm-up and samples
 // unless it is pathologically slow.
 workbook::TimingStats time_work(const std::function<void(cudaStream_t)>& work) {
-  workbook::TimingOptions options;
-  options.warmup = 0;
-  options.samples = 1;
-  workbook::TimingStats stats = workbook::time_on_device(work, options);
-  if (stats.median_ms < 100.0) {
-    options.warmup = 5;  // a few more than elsewhere: at 2^26 a cold first few samples shifted CUB's median
-    options.samples = 30;
-    stats = workbook::time_on_device(work, options);
-  }
-  return stats;
+  workbook::MeasureOptions options;
+  options.warmup = 5;  // a few more than elsewhere: at 2^26 a cold first few samples shifted CUB's median
+  options.samples = 30;
+  options.slow_ms = 100.0;
+  return workbook::measure(work, options);
 }
 
 // cub::DeviceReduce::Sum of \p n floats at \p in, its storage allocated once, on a stream.

@@ -1,8 +1,11 @@
 // The sweep of lesson 02: multiply_add timed for every size x block size x grid mode, plus
-// the host-device copies of its inputs and output. ./sweep 02 runs it twice, for the
+// the host-device copies of its inputs and output. What is timed, its axes and its figure of
+// merit are lesson 02's benchmark declaration (grader/02_multiply_add/benchmark.hpp), which the
+// grader's timed tests use too. ./sweep 02 runs it twice, for the
 // student's code and for the reference solution, and writes the CSV the plots are made from.
 // --skip multiply_add leaves the kernel out (not checked, not timed): ./sweep passes it when
 // the kernel crashed or hung, so the copies are still measured.
+#include "benchmark.hpp"
 #include "multiply_add.hpp"
 #include "sweep.hpp"
 
@@ -18,15 +21,7 @@ namespace {
 
 const char* const kLesson = "02_multiply_add";
 
-// "cover": (n + block - 1) / block blocks, one element per thread.
-// "wave": one full wave, every SM holding as many blocks as it can at once; the grid-stride
-// loop covers the rest.
-long long grid_for(const std::string& mode, std::size_t n, int block, int sm_count) {
-  if (mode == "cover") return static_cast<long long>((n + block - 1) / block);
-  int per_sm = 0;
-  WORKBOOK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, multiply_add, block, 0));
-  return static_cast<long long>(std::max(per_sm, 1)) * sm_count;
-}
+namespace declared = multiply_add_benchmark;
 
 // Nothing is timed unless the kernel is right: checked at an awkward size, with a grid far
 // smaller than n and with an exactly covering one.
@@ -60,9 +55,9 @@ bool kernel_is_correct(std::string& why) {
 
 int main(int argc, char** argv) {
   bench::Defaults defaults;
-  defaults.sizes = bench::half_decades(1e4, 1e8);
-  defaults.blocks = {32, 64, 128, 256, 512, 1024};
-  defaults.grid_modes = {"cover", "wave"};
+  defaults.sizes = bench::half_decades(declared::kSweepFirstN, declared::kSweepLastN);
+  defaults.blocks.assign(std::begin(declared::kSweepBlocks), std::end(declared::kSweepBlocks));
+  defaults.grid_modes = declared::grid_modes();
   const bench::Options options = bench::parse_options(argc, argv, kLesson, defaults);
   if (options.print_header) {
     std::puts(bench::header_line().c_str());
@@ -81,7 +76,6 @@ int main(int argc, char** argv) {
       }
     }
     const bench::RunInfo info = bench::run_info();
-    const int sm_count = workbook::query_device(0).sm_count;
 
     // Three arrays on the device; the transfers add three more, so clip for six.
     std::vector<std::size_t> sizes;
@@ -116,9 +110,9 @@ int main(int argc, char** argv) {
           row.block = block;
           row.grid_mode = mode;
           bench::announce(row);  // first: any CUDA call below may be where a crash shows
-          row.grid = grid_for(mode, n, block, sm_count);
-          row.bytes = 12.0 * n;  // read x1 and x2, write y
-          row.flops = 2.0 * n;   // one multiply and one add per element
+          row.grid = declared::grid_for(mode, n, block);
+          row.bytes = declared::kBytesPerElement * n;
+          row.flops = declared::kFlopsPerElement * n;
           const int grid = static_cast<int>(row.grid);
           row.stats = bench::time_measurement([&](cudaStream_t s) {
             multiply_add<<<grid, block, 0, s>>>(x1.data(), x2.data(), b, y.data(), static_cast<int>(n));

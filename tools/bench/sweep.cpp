@@ -227,16 +227,13 @@ const std::vector<std::string>& transfer_operations() {
 }
 
 workbook::TimingStats time_measurement(const std::function<void(cudaStream_t)>& work, const Options& options) {
-  workbook::TimingOptions probe;
-  probe.warmup = 1;
-  probe.samples = 1;
-  probe.flush_l2 = true;
-  const workbook::TimingStats first = workbook::time_on_device(work, probe);
-  workbook::TimingOptions timing;
-  timing.flush_l2 = true;  // every sample reads from DRAM, like the copy bandwidth it is compared with
-  timing.warmup = options.warmup;
-  timing.samples = first.median_ms > 50.0 ? std::min(options.samples, 3) : options.samples;
-  return workbook::time_on_device(work, timing);
+  workbook::MeasureOptions measure;
+  measure.warmup = options.warmup;
+  measure.samples = options.samples;
+  measure.slow_ms = 50.0;
+  measure.slow_samples = 3;
+  measure.flush_l2 = true;  // every sample reads from DRAM, like the copy bandwidth it is compared with
+  return workbook::measure(work, measure);
 }
 
 std::vector<Row> measure_transfers(const std::string& lesson, std::size_t n, int in_arrays, int out_arrays,

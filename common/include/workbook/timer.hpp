@@ -35,6 +35,31 @@ struct TimingOptions {
 /// of CUDA events around each sample. Throws CudaError if any launch fails.
 TimingStats time_on_device(const std::function<void(cudaStream_t)>& work, const TimingOptions& options = {});
 
+/// How measure() times work whose cost is not known beforehand, such as a student's kernel that
+/// may be pathologically slow: one probe sample first, then the warm-up and samples unless the
+/// probe was slow. The grader's timed tests and ./sweep's programs both time this way.
+struct MeasureOptions {
+  int warmup = 3;          ///< untimed runs before the samples
+  int samples = 20;        ///< timed samples after a probe that was not slow
+  double slow_ms = 100.0;  ///< a probe that took longer than this is slow...
+  int slow_samples = 0;    ///< ...and is followed by this many samples, no warm-up (0: the probe is the measurement)
+  bool flush_l2 = false;   ///< overwrite the L2 cache before each sample (the probe too)
+  cudaStream_t stream = nullptr;  ///< the stream the work launches on
+};
+
+/// The timing measure() does after a probe that took \p probe_ms; samples == 0 when the probe
+/// itself is the measurement (host-only: the policy, apart from the GPU).
+TimingOptions timing_after_probe(double probe_ms, const MeasureOptions& options);
+
+/// Times \p work as MeasureOptions says: a probe, then time_on_device with
+/// timing_after_probe(). Throws CudaError if any launch fails.
+TimingStats measure(const std::function<void(cudaStream_t)>& work, const MeasureOptions& options = {});
+
+/// Times \p work, which returns when its result is on the host, with the host's steady clock:
+/// \p warmup untimed runs, then \p samples timed ones. The clock for whole operations a caller
+/// waits for (copies, streams and the host's waits included), not for a single kernel.
+TimingStats time_on_host(const std::function<void()>& work, int warmup, int samples);
+
 /// Effective bandwidth in GB/s (1e9 bytes per second) of moving \p bytes in \p ms milliseconds.
 double gigabytes_per_second(double bytes, double ms);
 
