@@ -6,7 +6,6 @@
 #include "diagnosis.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -177,43 +176,6 @@ std::uint64_t last_copy_end(const grader::Trace& t, grader::CopyDirection direct
     if (c.direction == direction) end = std::max(end, c.end_ns);
   }
   return end;
-}
-
-// ---- Timing. ----
-
-workbook::TimingStats host_time(const std::function<void()>& work, int samples) {
-  work();
-  std::vector<double> ms;
-  for (int i = 0; i < samples; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    work();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  return workbook::summarize_ms(ms);
-}
-
-double stream_ms(const std::function<void(cudaStream_t)>& work, int samples) {
-  workbook::Stream stream(cudaStreamNonBlocking);
-  workbook::Event start, stop;
-  work(stream.get());
-  std::vector<double> ms;
-  for (int i = 0; i < samples; ++i) {
-    start.record(stream.get());
-    work(stream.get());
-    stop.record(stream.get());
-    stop.synchronize();
-    ms.push_back(workbook::elapsed_ms(start, stop));
-  }
-  return workbook::summarize_ms(ms).median_ms;
-}
-
-int work_for(const float* in, float* out, std::size_t n, double target_ms) {
-  constexpr int kLow = 16, kHigh = 256;
-  const double low = stream_ms([&](cudaStream_t s) { streams::transform(in, out, n, kLow, s); });
-  const double high = stream_ms([&](cudaStream_t s) { streams::transform(in, out, n, kHigh, s); });
-  const double per_step = std::max((high - low) / (kHigh - kLow), 1e-9);
-  const double work = kLow + (target_ms - low) / per_step;
-  return static_cast<int>(std::clamp(work, 1.0, 1e6));
 }
 
 // ============================ Task 1: process ============================

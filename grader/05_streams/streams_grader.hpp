@@ -15,6 +15,7 @@
 
 #include "streams.hpp"
 
+#include "benchmark.hpp"
 #include "contracts.hpp"
 #include "grader.hpp"
 #include "tracer.hpp"
@@ -144,19 +145,21 @@ std::uint64_t last_gpu_end(const grader::Trace& t);
 // The latest end of a copy in \p direction.
 std::uint64_t last_copy_end(const grader::Trace& t, grader::CopyDirection direction);
 
-// ---- Timing. ----
+// ---- Timing: lesson 05's benchmark declaration (benchmark.hpp), which ./sweep 05 uses too. ----
+
+using streams_benchmark::work_for;
 
 // Median host time of \p work (which waits for its own GPU work) over \p samples runs after one
 // untimed run. The host clock is right here: the functions timed return when their result is on
 // the host.
-workbook::TimingStats host_time(const std::function<void()>& work, int samples = 7);
+inline workbook::TimingStats host_time(const std::function<void()>& work, int samples = 7) {
+  return workbook::time_on_host(work, 1, samples);
+}
 
-// Median GPU time of \p work enqueued on a non-blocking stream of the grader's, by events.
-double stream_ms(const std::function<void(cudaStream_t)>& work, int samples = 5);
-
-// The `work` at which transform of n floats takes \p target_ms on this GPU: the kernel's time is
-// close to a + b * work, measured at two points.
-int work_for(const float* in, float* out, std::size_t n, double target_ms);
+// Median GPU time of one stage, enqueued by \p work on a non-blocking stream (stage_time).
+inline double stream_ms(const std::function<void(cudaStream_t)>& work, int samples = 5) {
+  return streams_benchmark::stage_time(work, samples).median_ms;
+}
 
 // ============================ Task 1: process ============================
 

@@ -1,10 +1,11 @@
 // The sweep of lesson 05: the time of streams::process, the chunked pipeline, against the
-// number of streams S (1, 2, 3, 4, 8) and of chunks C (1, 2, 4, ..., 64), at one n (2^25
-// floats, clipped to what fits in the GPU), from pinned host memory. The kernel's `work` is
-// calibrated first, as the grader does (work_for() in grader/05_streams/streams_grader.cu), so
-// that the kernel alone takes as long as the pinned copy in alone: then each stage is a third
-// of the sequential time, and overlapping them can save up to two thirds. In the CSV a
-// pipeline row has grid_mode "pipeline", block = S and grid = C.
+// number of streams S (1, 2, 3, 4, 8) and of chunks C (1, 2, 4, ..., 64), at one n (2^26
+// floats, clipped to what fits in the GPU), from pinned host memory. What is timed, its axes,
+// the calibration of the kernel's `work` and the figure of merit are lesson 05's benchmark
+// declaration (grader/05_streams/benchmark.hpp), which the grader's timed tests use too: the
+// kernel alone takes as long as the pinned copy in alone, so each stage is a third of the
+// sequential time, and overlapping them can save up to two thirds. In the CSV a pipeline row
+// has grid_mode "pipeline", block = S and grid = C.
 //
 // The rows the figures need besides (baselines, once per sweep: --no-transfers leaves them out
 // and ./sweep passes it to every run after the first that succeeded):
@@ -39,6 +40,7 @@
 //                    05 has no block size to sweep)
 //   --chunks C,...   the numbers of chunks (the CSV's grid column)
 //   --work W         the kernel's work instead of calibrating it
+#include "benchmark.hpp"
 #include "streams.hpp"
 #include "sweep.hpp"
 #include "tracer.hpp"
@@ -65,7 +67,6 @@
 namespace {
 
 const char* const kLesson = "05_streams";
-constexpr std::size_t kDefaultN = std::size_t(1) << 25;  // 128 MiB each way, as the grader's timed run
 constexpr int kCheckWork = 8;                             // the checks: a light kernel
 constexpr std::size_t kStagingFloats = std::size_t(1) << 21;  // task 4's pinned staging: 8 MiB, as the grader's
 constexpr int kTimelineStreams = 4, kTimelineChunks = 16;
@@ -74,7 +75,7 @@ const char* const kPipeline = "pipeline";  // grid_mode of a process row: block 
 
 // What lesson 05 reads from the command line besides bench::Options.
 struct LessonOptions {
-  std::vector<int> chunks{1, 2, 4, 8, 16, 32, 64};
+  std::vector<int> chunks{std::begin(streams_benchmark::kSweepChunks), std::end(streams_benchmark::kSweepChunks)};
   int work = 0;  // 0: calibrate
 };
 
@@ -248,41 +249,6 @@ bool process_pageable_is_right(std::string& why) {
   return true;
 }
 
-// Median host time of \p work (which returns when its result is on the host) over the options'
-// samples, after the options' warm-up runs. The host clock is right here: it is what a caller
-// of process waits for.
-workbook::TimingStats time_on_host(const std::function<void()>& work, const bench::Options& options) {
-  for (int i = 0; i < options.warmup; ++i) work();
-  std::vector<double> ms;
-  for (int i = 0; i < options.samples; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    work();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  return workbook::summarize_ms(std::move(ms));
-}
-
-// Median GPU time of \p work on a stream, by CUDA events (no L2 flush: the copies and the kernel
-// move far more than L2 holds, and the grader times the stages the same way).
-workbook::TimingStats time_stage(const std::function<void(cudaStream_t)>& work, int warmup, int samples) {
-  workbook::Stream stream(cudaStreamNonBlocking);
-  workbook::TimingOptions timing;
-  timing.warmup = warmup;
-  timing.samples = samples;
-  timing.stream = stream.get();
-  return workbook::time_on_device(work, timing);
-}
-
-// The `work` at which transform of n floats takes \p target_ms: the kernel's time is close to
-// a + b * work, measured at two points (the grader's work_for()).
-int work_for(const float* in, float* out, std::size_t n, double target_ms) {
-  constexpr int kLow = 16, kHigh = 256;
-  const double low = time_stage([&](cudaStream_t s) { streams::transform(in, out, n, kLow, s); }, 1, 5).median_ms;
-  const double high = time_stage([&](cudaStream_t s) { streams::transform(in, out, n, kHigh, s); }, 1, 5).median_ms;
-  const double per_step = std::max((high - low) / (kHigh - kLow), 1e-9);
-  return static_cast<int>(std::clamp(kLow + (target_ms - low) / per_step, 1.0, 1e6));
-}
-
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
   std::string quoted = "\"";
@@ -369,8 +335,8 @@ void print_timeline(const grader::Trace& trace, const bench::RunInfo& info, cons
 int main(int argc, char** argv) {
   const LessonOptions lesson = take_lesson_options(argc, argv);
   bench::Defaults defaults;
-  defaults.sizes = {kDefaultN};
-  defaults.blocks = {1, 2, 3, 4, 8};  // the numbers of streams
+  defaults.sizes = {streams_benchmark::kTimedN};
+  defaults.blocks.assign(std::begin(streams_benchmark::kSweepStreams), std::end(streams_benchmark::kSweepStreams));
   defaults.blocks_option = "--streams";
   defaults.blocks_meaning = "number of streams";
   defaults.grid_modes = {kPipeline};
@@ -426,11 +392,11 @@ int main(int argc, char** argv) {
     // The kernel made as long as the copy in, at the largest n (both grow linearly with n).
     int work = lesson.work;
     if (work == 0) {
-      const double h2d_ms = time_stage([&](cudaStream_t s) {
+      const double h2d_ms = streams_benchmark::stage_time([&](cudaStream_t s) {
         WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(device_in.data(), pinned_in.data(), largest * kFloat,
                                             cudaMemcpyHostToDevice, s));
-      }, 1, 5).median_ms;
-      work = work_for(device_in.data(), device_out.data(), largest, h2d_ms);
+      }).median_ms;
+      work = streams_benchmark::work_for(device_in.data(), device_out.data(), largest, h2d_ms);
       std::fprintf(stderr, "%s: work = %d makes the kernel as long as the pinned copy in of n = %zu (%.3g ms)\n",
                    argv[0], work, largest, h2d_ms);
       std::printf("# pass --work %d\n", work);
@@ -479,27 +445,27 @@ int main(int argc, char** argv) {
         const int samples = std::max(3, std::min(options.samples, 10));
         if (operation == "h2d_pinned" || operation == "h2d_pageable") {
           const float* from = operation == "h2d_pinned" ? pinned_in.data() : pageable_in.data();
-          row.stats = time_stage([&](cudaStream_t s) {
+          row.stats = streams_benchmark::stage_time([&](cudaStream_t s) {
             WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(device_in.data(), from, n * kFloat, cudaMemcpyHostToDevice, s));
-          }, 1, samples);
+          }, samples);
         } else if (operation == "d2h_pinned" || operation == "d2h_pageable") {
           float* to = operation == "d2h_pinned" ? pinned_out.data() : pageable_out.data();
-          row.stats = time_stage([&](cudaStream_t s) {
+          row.stats = streams_benchmark::stage_time([&](cudaStream_t s) {
             WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(to, device_out.data(), n * kFloat, cudaMemcpyDeviceToHost, s));
-          }, 1, samples);
+          }, samples);
         } else if (operation == "transform") {
-          row.stats = time_stage([&](cudaStream_t s) {
+          row.stats = streams_benchmark::stage_time([&](cudaStream_t s) {
             streams::transform(device_in.data(), device_out.data(), n, work, s);
-          }, 1, samples);
+          }, samples);
         } else {  // pageable_sequential: task 4's yardstick, as the grader times it
           workbook::Stream stream(cudaStreamNonBlocking);
-          row.stats = time_on_host([&] {
+          row.stats = workbook::time_on_host([&] {
             WORKBOOK_CUDA_CHECK(cudaMemcpy(device_in.data(), pageable_in.data(), n * kFloat, cudaMemcpyHostToDevice));
             streams::transform(device_in.data(), device_out.data(), n, work, stream.get());
             WORKBOOK_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
             WORKBOOK_CUDA_CHECK(cudaMemcpy(pageable_out.data(), device_out.data(), n * kFloat,
                                            cudaMemcpyDeviceToHost));
-          }, options);
+          }, options.warmup, options.samples);
         }
         bench::emit(row, info);
       }
@@ -518,7 +484,7 @@ int main(int argc, char** argv) {
                            options.implementation.c_str(), shape_text(n, s, c).c_str(), wrong.c_str());
               continue;
             }
-            row.stats = time_on_host(run, options);
+            row.stats = workbook::time_on_host(run, options.warmup, options.samples);
             bench::emit(row, info);
           }
         }
@@ -536,7 +502,7 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "%s: process_pageable (%s) at n = %zu gave a wrong result, so it is not timed: %s\n",
                        argv[0], options.implementation.c_str(), n, wrong.c_str());
         } else {
-          row.stats = time_on_host(run, options);
+          row.stats = workbook::time_on_host(run, options.warmup, options.samples);
           bench::emit(row, info);
         }
       }

@@ -80,7 +80,7 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
     parser.add_argument("--no-reference", action="store_true", help="sweep your code only")
     parser.add_argument("--sizes", help="comma-separated sizes, e.g. 1e4,1e5,1e6 (default: the lesson's: half "
                                             "decades 1e4 .. 1e8 in 02 and 1e3 .. 1e9 in 04, N = 128 .. 8192 in 03, "
-                                            "2^25 in 05)")
+                                            "2^26 in 05)")
     parser.add_argument("--blocks", help="comma-separated block sizes (default: the lesson's; 02: 32,64,...,1024, "
                                              "03 and 04: 256)")
     parser.add_argument("--grids", help="comma-separated grid modes (lesson 02: cover,wave)")

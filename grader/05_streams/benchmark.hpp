@@ -1,0 +1,56 @@
+// What lesson 05 times, declared once for the grader's timed tests and for ./sweep 05
+// (tools/bench/05_streams.cu): streams::process, the chunked pipeline, on n floats from pinned
+// memory, at a number of streams S and of chunks C. The kernel's `work` is calibrated first so
+// that the kernel alone takes as long as the copy in alone: then overlap can save up to two
+// thirds of the sequential time. The figure of merit is the overlap bound
+// max(copy in, kernel, copy out), each stage timed alone, over the pipeline's time by the host
+// clock (process returns when its output is on the host, which is what a caller waits for).
+//
+// ./sweep 05 times the grid kSweepStreams x kSweepChunks at kTimedN; task 1's timed test is its
+// point (kGradedStreams, kGradedChunks).
+#pragma once
+
+#include "streams.hpp"
+
+#include "workbook/workbook.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+
+namespace streams_benchmark {
+
+constexpr std::size_t kTimedN = std::size_t(1) << 26;  // 256 MiB each way
+constexpr int kSweepStreams[] = {1, 2, 3, 4, 8};
+constexpr int kSweepChunks[] = {1, 2, 4, 8, 16, 32, 64};
+// 8 MiB chunks: the copies run near full speed, and filling and draining cost 2/32 of the bound.
+constexpr int kGradedStreams = 4, kGradedChunks = 32;
+
+// The best time overlap allows: the longest stage, when the others run under it.
+inline double overlap_bound(double h2d_ms, double kernel_ms, double d2h_ms) {
+  return std::max({h2d_ms, kernel_ms, d2h_ms});
+}
+
+// The GPU time of one stage (a copy or the kernel), enqueued by \p work on a non-blocking stream
+// of its own, by CUDA events: one warm-up, then \p samples. No L2 flush: each stage moves far
+// more than L2 holds.
+inline workbook::TimingStats stage_time(const std::function<void(cudaStream_t)>& work, int samples = 5) {
+  workbook::Stream stream(cudaStreamNonBlocking);
+  workbook::TimingOptions timing;
+  timing.warmup = 1;
+  timing.samples = samples;
+  timing.stream = stream.get();
+  return workbook::time_on_device(work, timing);
+}
+
+// The `work` at which streams::transform of n floats takes \p target_ms on this GPU: the
+// kernel's time is close to a + b * work, measured at two points.
+inline int work_for(const float* in, float* out, std::size_t n, double target_ms) {
+  constexpr int kLow = 16, kHigh = 256;
+  const double low = stage_time([&](cudaStream_t s) { streams::transform(in, out, n, kLow, s); }).median_ms;
+  const double high = stage_time([&](cudaStream_t s) { streams::transform(in, out, n, kHigh, s); }).median_ms;
+  const double per_step = std::max((high - low) / (kHigh - kLow), 1e-9);
+  return static_cast<int>(std::clamp(kLow + (target_ms - low) / per_step, 1.0, 1e6));
+}
+
+}  // namespace streams_benchmark
