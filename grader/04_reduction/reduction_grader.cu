@@ -5,8 +5,6 @@
 
 #include "diagnosis.hpp"
 
-#include <cub/device/device_reduce.cuh>
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -376,44 +374,13 @@ Subject subject(const char* name, SumFunction run) { return {name, run, student_
 
 // ---- performance: GB/s against CUB ---------------------------------------------------------
 
-namespace {
-
-// Times \p work (which launches on the stream it is given): one probe, then warm-up and samples
-// unless it is pathologically slow.
-workbook::TimingStats time_work(const std::function<void(cudaStream_t)>& work) {
-  workbook::MeasureOptions options;
-  options.warmup = 5;  // a few more than elsewhere: at 2^26 a cold first few samples shifted CUB's median
-  options.samples = 30;
-  options.slow_ms = 100.0;
-  return workbook::measure(work, options);
-}
-
-// cub::DeviceReduce::Sum of \p n floats at \p in, its storage allocated once, on a stream.
-struct CubSum {
-  CubSum(const float* in, std::size_t n) : in_(in), n_(n) {
-    WORKBOOK_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes_, in_, out_.data(), n_));
-    storage_ = workbook::DeviceBuffer<char>(bytes_);
-  }
-  void operator()(cudaStream_t s) {
-    std::size_t bytes = bytes_;
-    WORKBOOK_CUDA_CHECK(cub::DeviceReduce::Sum(storage_.data(), bytes, in_, out_.data(), n_, s));
-  }
-  const float* in_;
-  std::size_t n_;
-  std::size_t bytes_ = 0;
-  workbook::DeviceBuffer<float> out_{1};
-  workbook::DeviceBuffer<char> storage_;
-};
-
-}  // namespace
-
 void measure_against_cub(const std::string& name,
                          const std::function<void(const float*, std::size_t, float*, void*, cudaStream_t)>& run,
                          const std::function<Expected(const std::vector<float>&)>& exact) {
   const double copy_gbps = workbook::copy_bandwidth_gbps_for_run();
   double lowest = 0, lowest_gbps = 0, lowest_n = 0, lowest_ms = 0;
   bool first = true;
-  for (const int log2n : {26, 28}) {
+  for (const int log2n : reduction_benchmark::kGradedLog2N) {
     const std::size_t n = workbook::fit_in_free_memory(std::size_t(1) << log2n, 2);
     CAPTURE(n);
     workbook::DeviceBuffer<float> in(n), out(1);
@@ -430,10 +397,13 @@ void measure_against_cub(const std::string& name,
       FAIL(name << " at n = " << n << ": expected " << workbook::format_value(want.value) << ", got "
            << workbook::format_value(got) << ": a wrong result is not timed.");
     }
-    const auto stats = time_work([&](cudaStream_t s) { run(in.data(), n, out.data(), workspace.data(), s); });
-    CubSum cub(in.data(), n);
-    const auto cub_stats = time_work([&](cudaStream_t st) { cub(st); });
-    const double bytes = double(n) * sizeof(float);
+    const auto timing = reduction_benchmark::graded_timing();
+    const auto stats =
+        workbook::measure([&](cudaStream_t s) { run(in.data(), n, out.data(), workspace.data(), s); }, timing);
+    reduction_benchmark::CubSum cub(n);
+    workbook::DeviceBuffer<float> cub_out(1);
+    const auto cub_stats = workbook::measure([&](cudaStream_t s) { cub(in.data(), n, cub_out.data(), s); }, timing);
+    const double bytes = reduction_benchmark::kBytesPerElement * double(n);
     const double gbps = workbook::gigabytes_per_second(bytes, stats.median_ms);
     const double cub_gbps = workbook::gigabytes_per_second(bytes, cub_stats.median_ms);
     const std::string size = "_2^" + std::to_string(log2n);
@@ -468,8 +438,7 @@ Expected exact_norm(const std::vector<float>& x) {
 // ---- task 1: the block tree ----------------------------------------------------------------
 
 void launch_block(const float* in, std::size_t n, float* sums, int block, cudaStream_t stream) {
-  const unsigned grid = unsigned((n + block - 1) / block);
-  reduce_block<<<grid, block, block * sizeof(float), stream>>>(in, n, sums);
+  reduction_benchmark::launch_reduce_block(in, n, sums, block, stream);
   WORKBOOK_CHECK_LAUNCH();
 }
 

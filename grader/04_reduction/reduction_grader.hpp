@@ -17,6 +17,7 @@
 // measured copy bandwidth.
 #pragma once
 
+#include "benchmark.hpp"
 #include "reduction.hpp"
 
 #include "contract.hpp"
@@ -39,15 +40,12 @@ namespace reduction_grader {
 
 // ---- inputs, sizes and the tolerance -------------------------------------------------------
 
-// The tolerance factor c, calibrated on an H100 (grader/README.md, "Lesson 04's tolerance"): the
-// reference's errors stay below ceil(log2 n) * u * sum|x| (c = 1; 0.5 at most), the plain
-// student's reached 1.0 on an H200, and sound student designs add in long sequential runs whose
-// rounding errors add up like a random walk: a grid-stride loop of thousands of elements per
-// thread, thousands of atomicAdds into one float. A sum of squares with one atomicAdd per warp
-// reached 5 on the offset input at 2^22, a loop of one thread per block 4. c = 16 leaves room for
-// those; ones must still come out exactly, which is what catches dropped and doubled elements.
-constexpr double kC = 16.0;
-const double kUnitRoundoff = std::ldexp(1.0, -24);
+// The tolerance factor c and the tree's bound: lesson 04's benchmark declaration, whose sweep
+// checks with the same rule (benchmark.hpp).
+using reduction_benchmark::ceil_log2;
+using reduction_benchmark::kC;
+using reduction_benchmark::kUnitRoundoff;
+using reduction_benchmark::norm_tolerance;
 constexpr std::size_t kExactOnesLimit = std::size_t(1) << 24;  // ones sum exactly up to here
 // What the workspace holds at first: about 1.03e7 as a float and 1.26e9 as an unsigned, so neither an
 // accumulator nor a counter left in it unset can pass.
@@ -111,12 +109,6 @@ struct Data {
   double total = 0, total_abs = 0;  // the exact sum and sum of |x|, computed once
 };
 
-inline int ceil_log2(std::size_t n) {
-  int levels = 0;
-  while ((std::size_t(1) << levels) < n) ++levels;
-  return levels;
-}
-
 // How far a float32 sum of \p count elements whose |x| add up to \p sum_abs may be from the exact
 // sum; 0 (exact) for ones within float32's integers.
 inline double sum_tolerance(std::size_t count, double sum_abs, Input input) {
@@ -124,16 +116,10 @@ inline double sum_tolerance(std::size_t count, double sum_abs, Input input) {
   // Random signs: every partial sum is an integer far below 2^24 (they wander like sqrt(n)), so
   // any order is exact, and at 2^28 a single dropped element shows.
   if (input == Input::Signs) return 0.0;
-  return kC * ceil_log2(count) * kUnitRoundoff * sum_abs;
+  return reduction_benchmark::tree_sum_tolerance(count, sum_abs);
 }
 
 inline double Data::tolerance() const { return sum_tolerance(size(), total_abs, input); }
-
-// The same for an L2 norm \p norm of \p count elements: the sum of squares within the tree bound,
-// then a square root (half the relative error) rounded once.
-inline double norm_tolerance(std::size_t count, double norm) {
-  return (kC * ceil_log2(count) * kUnitRoundoff / 2 + 2 * kUnitRoundoff) * norm;
-}
 
 inline bool within(double got, double want, double tolerance) {
   return std::isfinite(got) && std::abs(got - want) <= tolerance;

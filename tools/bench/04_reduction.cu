@@ -8,10 +8,12 @@
 //   cpu_one_thread     a plain loop with a float64 accumulator, on one core;
 //   cpu_all_threads    the same loop on hardware_concurrency threads, a chunk each, the
 //                      partial sums added at the end.
+// What is timed, the sizes, the bytes and flops per element and the check's tolerance are lesson
+// 04's benchmark declaration (grader/04_reduction/benchmark.hpp), which the grader uses too.
 // Where the GPU rows overtake the fastest CPU row is the crossover ./plot marks. The GPU
 // kernels are timed with CUDA events, L2 flushed before each sample (bench::time_measurement);
 // the CPU rows and gpu_with_transfer with the host clock around the whole synchronous work
-// (time_on_host below), as a user of the result waits for it. The CPU rows read from warm
+// (time_repeated_on_host below), as a user of the result waits for it. The CPU rows read from warm
 // caches where n fits in them, as a program that has just produced its data would; they stop
 // at n = kCpuLargestN so that each takes about a second at most.
 //
@@ -26,12 +28,11 @@
 // Each function is announced ("# checking OP", "# measuring OP n=N ...") before it runs. One
 // that crashes takes the process with it (an illegal address breaks the CUDA context for good),
 // so ./sweep names it from the last announcement and runs this again with --skip OP.
+#include "benchmark.hpp"
 #include "reduction.hpp"
 #include "sweep.hpp"
 
 #include "workbook/workbook.hpp"
-
-#include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
 #include <chrono>
@@ -49,9 +50,9 @@ namespace {
 
 const char* const kLesson = "04_reduction";
 // The CPU rows stop here: one thread adds about one float per nanosecond (see sum_one_thread),
-// so a pass takes about 0.1 s and a measurement (time_on_host) about a second.
+// so a pass takes about 0.1 s and a measurement (time_repeated_on_host) about a second.
 constexpr std::size_t kCpuLargestN = 100000000;
-// time_on_host: a sample lasts at least this long, and the samples of one row about this long in all.
+// time_repeated_on_host: a sample lasts at least this long, and the samples of one row about this long in all.
 constexpr double kShortestSampleS = 1e-4;
 constexpr double kHostBudgetS = 1.0;
 
@@ -78,21 +79,7 @@ std::vector<LessonFunction> lesson_functions(const std::vector<int>& blocks) {
   return functions;
 }
 
-void launch_reduce_block(const float* in, std::size_t n, float* block_sums, int block, cudaStream_t s) {
-  const auto grid = static_cast<unsigned>((n + block - 1) / block);
-  reduce_block<<<grid, block, block * sizeof(float), s>>>(in, n, block_sums);
-}
-
-int ceil_log2(std::size_t n) {
-  int levels = 0;
-  while ((std::size_t(1) << levels) < n) ++levels;
-  return levels;
-}
-
-// How far a float32 sum of n terms may be from the exact one, the grader's rule, c = 16
-// (grader/README.md, Lesson 04's tolerance): c * ceil(log2 n) * 2^-24 * sum |x|, c times the
-// error bound of a tree of depth ceil(log2 n), each level rounding.
-double sum_tolerance(std::size_t n, double sum_abs) { return 16.0 * ceil_log2(n) * std::ldexp(1.0, -24) * sum_abs; }
+namespace declared = reduction_benchmark;
 
 // Runs \p work and waits for the GPU. False, with \p why, when it threw; rethrows when the
 // CUDA context is broken for good (an illegal address, say), so that the process ends while the
@@ -120,7 +107,7 @@ bool block_sums_are_right(int block, std::string& why) {
     workbook::DeviceBuffer<float> in(n), sums(blocks);
     in.copy_from_host(x.data());
     workbook::fill_words_device(sums.data(), blocks, workbook::kPoisonBits);
-    if (!runs([&] { launch_reduce_block(in.data(), n, sums.data(), block, nullptr); }, why)) return false;
+    if (!runs([&] { declared::launch_reduce_block(in.data(), n, sums.data(), block, nullptr); }, why)) return false;
     std::vector<float> got(blocks), want(blocks);
     sums.copy_to_host(got.data());
     double largest_abs = 0;  // the tolerance scales with the largest sum |x| of a block
@@ -138,7 +125,7 @@ bool block_sums_are_right(int block, std::string& why) {
       return false;
     }
     const auto report = workbook::compare_to_reference(got.data(), want.data(), blocks,
-                                                       {sum_tolerance(block, largest_abs), 0});
+                                                       {declared::tree_sum_tolerance(block, largest_abs), 0});
     if (!report.ok()) {
       why = "wrong block sums at n = " + std::to_string(n) + ", block " + std::to_string(block) + ": " +
             report.describe();
@@ -159,13 +146,10 @@ bool sum_is_right(const LessonFunction& f, std::string& why) {
     double sum = 0, abs = 0;
     for (const float v : x) {
       sum += f.norm ? double(v) * v : v;
-      abs += f.norm ? double(v) * v : std::fabs(v);
+      abs += std::fabs(v);
     }
-    // The norm, as the grader has it: the sum of squares within the bound, then a square root
-    // (which halves the relative error) rounded once.
     const double want = f.norm ? std::sqrt(sum) : sum;
-    const double tolerance =
-        f.norm ? (sum_tolerance(n, 1.0) / 2 + 2 * std::ldexp(1.0, -24)) * want : sum_tolerance(n, abs);
+    const double tolerance = f.norm ? declared::norm_tolerance(n, want) : declared::tree_sum_tolerance(n, abs);
     workbook::DeviceBuffer<float> in(n);
     in.copy_from_host(x.data());
     workbook::fill_words_device(workspace.data(), kWorkspaceBytes / 4, workbook::kPoisonBits);
@@ -219,7 +203,7 @@ double sum_all_threads(const float* x, std::size_t n, unsigned threads) {
 // how long one takes; each sample then repeats the work back to back for at least
 // kShortestSampleS (at n = 1000 a run lasts about a microsecond, near what reading the clock
 // costs), and the samples stop at options.samples or after about kHostBudgetS (at least 3).
-workbook::TimingStats time_on_host(const std::function<void()>& work, const bench::Options& options) {
+workbook::TimingStats time_repeated_on_host(const std::function<void()>& work, const bench::Options& options) {
   using Clock = std::chrono::steady_clock;
   const auto seconds_per_run = [&](int repeats) {
     const auto start = Clock::now();
@@ -236,32 +220,12 @@ workbook::TimingStats time_on_host(const std::function<void()>& work, const benc
   return workbook::summarize_ms(std::move(ms));
 }
 
-void check_cub(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(status));
-}
-
-// The temporary storage cub::DeviceReduce::Sum needs for n floats.
-std::size_t cub_temp_bytes(std::size_t n) {
-  std::size_t bytes = 0;
-  check_cub(cub::DeviceReduce::Sum(nullptr, bytes, static_cast<const float*>(nullptr), static_cast<float*>(nullptr),
-                                   n),
-            "cub::DeviceReduce::Sum (size query)");
-  return bytes;
-}
-
-// *out = the sum of in[0 .. n-1] by cub::DeviceReduce::Sum, on \p s, with \p temp for its storage.
-void cub_sum(workbook::DeviceBuffer<unsigned char>& temp, const float* in, std::size_t n, float* out,
-             cudaStream_t s) {
-  std::size_t bytes = temp.bytes();
-  check_cub(cub::DeviceReduce::Sum(temp.data(), bytes, in, out, n, s), "cub::DeviceReduce::Sum");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   bench::Defaults defaults;
-  defaults.sizes = bench::half_decades(1e3, 1e9);
-  defaults.blocks = {256};
+  defaults.sizes = bench::half_decades(declared::kSweepFirstN, declared::kSweepLastN);
+  defaults.blocks = {declared::kDefaultBlock};
   defaults.grid_modes = {"cover"};
   const bench::Options options = bench::parse_options(argc, argv, kLesson, defaults);
   if (options.print_header) {
@@ -335,14 +299,12 @@ int main(int argc, char** argv) {
     workbook::DeviceBuffer<unsigned char> workspace(kWorkspaceBytes);
     workbook::fill_random_device(in.data(), largest, 1);
     std::vector<float> host;
-    std::size_t cub_bytes = 0;
+    declared::CubSum cub_sum(0);
     if (!baselines.empty()) {
       host.resize(largest);
       in.copy_to_host(host.data());
-      for (const std::size_t n : sizes) cub_bytes = std::max(cub_bytes, cub_temp_bytes(n));
+      for (const std::size_t n : sizes) cub_sum.reserve(n);
     }
-    // Allocated once, outside the timings: a program that sums often keeps it (CuPy's memory pool).
-    workbook::DeviceBuffer<unsigned char> cub_temp(cub_bytes);
 
     for (const std::size_t n : sizes) {
       const auto row_for = [&](const std::string& implementation, const std::string& operation, int block,
@@ -355,8 +317,8 @@ int main(int argc, char** argv) {
         row.block = block;
         row.grid_mode = mode;
         row.grid = grid;
-        row.bytes = 4.0 * n;  // the input, read once (reduce_block's n / B sums are left out)
-        row.flops = 1.0 * n;  // an addition per element
+        row.bytes = declared::kBytesPerElement * n;
+        row.flops = declared::kFlopsPerElement * n;
         bench::announce(row);  // first: what follows may be where a crash shows
         return row;
       };
@@ -365,7 +327,7 @@ int main(int argc, char** argv) {
                                  f.grid(n));
         row.stats = bench::time_measurement([&](cudaStream_t s) {
           if (f.block > 0) {
-            launch_reduce_block(in.data(), n, block_sums.data(), f.block, s);
+            declared::launch_reduce_block(in.data(), n, block_sums.data(), f.block, s);
           } else {
             f.sum(in.data(), n, out.data(), workspace.data(), kWorkspaceBytes, s);
           }
@@ -376,21 +338,20 @@ int main(int argc, char** argv) {
         if (on_cpu(operation) && n > kCpuLargestN) continue;
         bench::Row row = row_for(on_cpu(operation) ? "CPU" : "CUB", operation, 0, "own", 0);
         if (operation == "cub_sum") {
-          row.stats = bench::time_measurement([&](cudaStream_t s) { cub_sum(cub_temp, in.data(), n, out.data(), s); },
-                                              options);
+          row.stats = bench::time_measurement([&](cudaStream_t s) { cub_sum(in.data(), n, out.data(), s); }, options);
         } else if (operation == "gpu_with_transfer") {
           // Copies the same values over the input, so it is left as it was.
-          row.stats = time_on_host([&] {
+          row.stats = time_repeated_on_host([&] {
             WORKBOOK_CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-            cub_sum(cub_temp, in.data(), n, out.data(), nullptr);
+            cub_sum(in.data(), n, out.data(), nullptr);
             float sum = 0;
             WORKBOOK_CUDA_CHECK(cudaMemcpy(&sum, out.data(), sizeof(float), cudaMemcpyDeviceToHost));
             g_sink = sum;
           }, options);
         } else if (operation == "cpu_one_thread") {
-          row.stats = time_on_host([&] { g_sink = sum_one_thread(host.data(), n); }, options);
+          row.stats = time_repeated_on_host([&] { g_sink = sum_one_thread(host.data(), n); }, options);
         } else {
-          row.stats = time_on_host([&] { g_sink = sum_all_threads(host.data(), n, threads); }, options);
+          row.stats = time_repeated_on_host([&] { g_sink = sum_all_threads(host.data(), n, threads); }, options);
         }
         bench::emit(row, info);
       }
