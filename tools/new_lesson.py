@@ -16,7 +16,11 @@ writes, for lesson NN_name (NN after the last lesson's number):
   exercises/NN_name/name.cu              the skeleton: TODO(task 1), compiles, "not implemented yet"
   solutions/NN_name/name.cu              a reference that passes the grader
   grader/NN_name/name_test.cu            the grader's tests: a "wrote nothing" probe, correctness at every
-                                         size, the contract at every size (grader/support/contract.hpp)
+                                         size, the timed test, the contract at every size
+                                         (grader/support/contract.hpp)
+  grader/NN_name/benchmark.hpp           what the lesson times, declared once: the bytes an element
+                                         moves, the timed size and how it is timed; the timed test
+                                         reads it, and so would the lesson's sweep
   grader/tests/students/plain/NN_name/name.cu   a plain student's solution, which must earn every point
   grader/tests/expected/exercises.json, solutions.json, students/plain/expected.json   their verdicts
 
@@ -29,10 +33,11 @@ The task is a placeholder, so that the whole pipeline works at once: scale(in, o
 out[i] = a * in[i] on device arrays, on the stream it is given, returning without waiting. Replace it,
 in every file above, with the lesson's own task; every text still to write says "(to write: ...)".
 
-It declares no sweep: a lesson that gets one adds tools/bench/NN_name.cu and its manifest entry's
-"sweep" (its kind and the figures ./plot draws; README.md, "Adding a lesson"). A timed task adds its
-[task_N][perf] test and its manifest "performance" entry by hand, as lessons 01-05 do: one benchmark
-definition per lesson (issue 22, part 2) does not exist yet.
+The placeholder task is timed: its [task_1][perf] test measures scale at benchmark.hpp's size with
+workbook::measure, the timing routine the grader and ./sweep share, and records the bandwidth as a
+fraction of the copy bandwidth, the manifest's "performance" metric (threshold 0.7). It declares no
+sweep: a lesson that gets one adds tools/bench/NN_name.cu, which includes the same benchmark.hpp, and
+its manifest entry's "sweep" (its kind and the figures ./plot draws; README.md, "Adding a lesson").
 
 Exit status: 0 written; 1 a generator failed (the files written so far are left for you to see);
 2 refused (a bad slug or title, a lesson that exists, a number not after the last lesson's)."""
@@ -286,9 +291,12 @@ GRADER_TEST = """\
 //   copy to or from the host, nothing left behind), after one untraced call
 //   (grader::require_contract_kept). It runs after the correctness test, whose verdicts say more
 //   where they apply.
-// A timed task adds a [task_N][perf] test and its manifest "performance" entry.
+// - the timed test ([task_1][perf]): lesson @NUMBER@'s benchmark (benchmark.hpp) at its size, checked
+//   before it is timed, its figure of merit the bandwidth over the copy bandwidth measured in the same
+//   run (the manifest's "performance" metric).
 #include "@NAME@.hpp"
 
+#include "benchmark.hpp"
 #include "contract.hpp"
 #include "diagnosis.hpp"
 #include "grader.hpp"
@@ -368,6 +376,28 @@ TEST_CASE("Task 1: scale is right for every size", "[task_1]") {
   }
 }
 
+TEST_CASE("Task 1: scale bandwidth against the copy bandwidth", "[task_1][perf]") {
+  grader::require_gpu();
+  const std::size_t n = workbook::fit_in_free_memory(@NAME@_benchmark::kGradedN, 2);
+  CAPTURE(n);
+  Problem p(n);
+  scale(p.in.data(), p.out.data(), n, kFactor, student_stream());
+  grader::synchronize(call_text(n));
+  // A wrong result is not timed.
+  REQUIRE_THAT(grader::read_back(p.out), grader::MatchesReference(p.expected, kExact));
+  workbook::MeasureOptions timing = @NAME@_benchmark::graded_timing();
+  timing.stream = student_stream();
+  const auto stats =
+      workbook::measure([&](cudaStream_t s) { scale(p.in.data(), p.out.data(), n, kFactor, s); }, timing);
+  const double gbps = workbook::gigabytes_per_second(@NAME@_benchmark::kBytesPerElement * n, stats.median_ms);
+  const double copy_gbps = workbook::copy_bandwidth_gbps_for_run();
+  grader::record_metric("n", double(n));
+  grader::record_metric("median_ms", stats.median_ms);
+  grader::record_metric("gbps", gbps);
+  grader::record_metric("copy_bandwidth_gbps", copy_gbps);
+  grader::record_metric("fraction_of_copy_bandwidth", gbps / copy_gbps);
+}
+
 TEST_CASE("Task 1: scale keeps its contract at every size", "[task_1]") {
   grader::require_gpu();
   if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
@@ -382,6 +412,37 @@ TEST_CASE("Task 1: scale keeps its contract at every size", "[task_1]") {
     });
   }
 }
+"""
+
+BENCHMARK = """\
+// What lesson @NUMBER@ times, declared once: the grader's timed test reads it, and so would the
+// lesson's sweep (tools/bench/@SLUG@.cu, if it gets one; lessons 02-05 show how).
+//
+// (to write: the lesson's own.) Written by tools/new_lesson.py for the placeholder task: scale on
+// n floats, each element moving 8 bytes (in read, out written). The figure of merit is the
+// bandwidth as a fraction of the device's copy bandwidth, measured in the same run; task 1's timed
+// test is the point n = kGradedN.
+#pragma once
+
+#include "@NAME@.hpp"
+
+#include "workbook/workbook.hpp"
+
+#include <cstddef>
+
+namespace @NAME@_benchmark {
+
+constexpr double kBytesPerElement = 8.0;                // in read, out written
+constexpr std::size_t kGradedN = std::size_t{1} << 26;  // 256 MiB per array, far beyond L2
+
+// How the grader times one call: a probe first, then warm-up and samples (workbook::measure).
+inline workbook::MeasureOptions graded_timing() {
+  workbook::MeasureOptions options;
+  options.slow_ms = 200.0;  // a pathologically slow call is timed once
+  return options;
+}
+
+}  // namespace @NAME@_benchmark
 """
 
 MANIFEST_HINTS = [
@@ -537,7 +598,8 @@ def plan(root: Path, slug: str, title: str, manifest: dict) -> Dict[Path, str]:
         "tasks": [{
             "id": 1,
             "title": f"{TASK_FUNCTION}: out = a * in on the stream it is given (placeholder; to write: the task)",
-            "points": {"correctness": 3},
+            "points": {"correctness": 3, "performance": 2},
+            "performance": {"metric": "fraction_of_copy_bandwidth", "threshold": 0.7},
             "hints": list(MANIFEST_HINTS),
         }],
     }
@@ -552,13 +614,17 @@ def plan(root: Path, slug: str, title: str, manifest: dict) -> Dict[Path, str]:
         root / "exercises" / slug / f"{name}.cu": fill(EXERCISE, values),
         root / "solutions" / slug / f"{name}.cu": fill(SOLUTION, values),
         root / "grader" / slug / f"{name}_test.cu": fill(GRADER_TEST, values),
+        root / "grader" / slug / "benchmark.hpp": fill(BENCHMARK, values),
         tests / "students" / "plain" / slug / f"{name}.cu": fill(PLAIN_STUDENT, values),
         tests / "expected" / "exercises.json":
-            add_expectation(tests / "expected" / "exercises.json", slug, {"1": {"correctness": "not_implemented"}}),
+            add_expectation(tests / "expected" / "exercises.json", slug,
+                            {"1": {"correctness": "not_implemented", "performance": "not_run"}}),
         tests / "expected" / "solutions.json":
-            add_expectation(tests / "expected" / "solutions.json", slug, {"1": {"correctness": "passed"}}),
+            add_expectation(tests / "expected" / "solutions.json", slug,
+                            {"1": {"correctness": "passed", "performance": "passed"}}),
         tests / "students" / "plain" / "expected.json":
-            add_expectation(tests / "students" / "plain" / "expected.json", slug, {"1": {"correctness": "passed"}}),
+            add_expectation(tests / "students" / "plain" / "expected.json", slug,
+                            {"1": {"correctness": "passed", "performance": "passed"}}),
         root / "grader" / "hints.json": register_contract_hints((root / "grader" / "hints.json").read_text(), slug, 1),
     }
     return files

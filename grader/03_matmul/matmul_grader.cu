@@ -369,11 +369,10 @@ std::string guard_errors(const Shape& s, const workbook::GuardReport& guards, co
 }  // namespace
 
 void reference_gemm(const float* A, const float* B, float* C, const Shape& s, cudaStream_t stream) {
-  const float alpha = 1.0f, beta = 0.0f;
-  cublasSetStream(reference_handle(), stream);
-  const cublasStatus_t status = cublasSgemm(reference_handle(), CUBLAS_OP_N, CUBLAS_OP_N, s.N, s.M, s.K, &alpha, B,
-                                            s.N, A, s.K, &beta, C, s.N);
-  if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("the grader's cublasSgemm failed");
+  const cublasStatus_t status = matmul_benchmark::row_major_sgemm(reference_handle(), A, B, C, s.M, s.N, s.K, stream);
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string("the grader's cublasSgemm failed: ") + cublasGetStatusString(status));
+  }
 }
 
 std::vector<Shape> correctness_shapes() {
@@ -406,9 +405,7 @@ void check_product(Problem& p, const std::string& what, const Evidence& evidence
   FAIL(what << " computed a wrong C = A * B with M x N x K = " << p.shape.str() << ".\n" << errors);
 }
 
-dim3 grid_for(dim3 block, const Shape& s) {
-  return dim3((s.N + block.x - 1) / block.x, (s.M + block.y - 1) / block.y);
-}
+dim3 grid_for(dim3 block, const Shape& s) { return matmul_benchmark::grid_for(block, s.M, s.N); }
 
 void check_fresh_runs(const std::string& what, const Evidence& evidence) {
   if (grader::sanitize_mode()) return;  // racecheck does this job there, on the small shapes

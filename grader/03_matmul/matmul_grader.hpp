@@ -15,6 +15,7 @@
 // GPUs"), because that fraction differs several-fold between GPUs.
 #pragma once
 
+#include "benchmark.hpp"
 #include "matmul.hpp"
 
 #include "cublas_spy.hpp"
@@ -37,12 +38,12 @@ namespace matmul_grader {
 
 // ---- shapes, the problem and its expected C ------------------------------------------------
 
-constexpr int kPerfSize = 4096;
+constexpr int kPerfSize = matmul_benchmark::kGradedN;  // lesson 03's benchmark (benchmark.hpp)
 
 struct Shape {
   int M, N, K;
   std::string str() const { return std::to_string(M) + " x " + std::to_string(N) + " x " + std::to_string(K); }
-  double flops() const { return 2.0 * M * N * K; }
+  double flops() const { return matmul_benchmark::flops(M, N, K); }
 };
 
 // The grader's own cuBLAS FP32 product C = A * B (row major) of shape \p s, on \p stream.
@@ -143,25 +144,17 @@ void check_fresh_runs(const std::string& what, const Evidence& evidence);
 
 // ---- timing --------------------------------------------------------------------------------
 
-// Times \p launch on the default stream: one probe launch, then warm-up and samples unless
-// it is pathologically slow.
+// Times \p launch as lesson 03's benchmark declares (benchmark.hpp).
 template <class Launch>
 workbook::TimingStats time_launch(Launch launch) {
-  workbook::MeasureOptions options;
-  options.warmup = 2;
-  options.samples = 10;
-  options.slow_ms = 500.0;
-  return workbook::measure(launch, options);
+  return workbook::measure(launch, matmul_benchmark::graded_timing());
 }
 
-// The block shapes task 1 times the naive kernel with; the best median counts.
-const dim3 kNaiveBlocks[] = {dim3(32, 8), dim3(16, 16), dim3(32, 32)};
-
-// The best median of \p launch(block, stream) over kNaiveBlocks.
+// The best median of \p launch(block, stream) over the block shapes task 1 is timed with.
 template <class Launch>
 workbook::TimingStats time_naive_blocks(Launch launch) {
   workbook::TimingStats best;
-  for (const dim3 block : kNaiveBlocks) {
+  for (const dim3 block : matmul_benchmark::kGradedNaiveBlocks) {
     const auto stats = time_launch([&](cudaStream_t s) { launch(block, s); });
     if (best.samples == 0 || stats.median_ms < best.median_ms) best = stats;
   }

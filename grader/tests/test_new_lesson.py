@@ -146,7 +146,7 @@ class NewLessonTest(unittest.TestCase):
     def test_the_lesson_has_its_files_in_every_tree(self):
         for relative in (f"lessons/{SLUG}/README.md", f"lessons/{SLUG}/{NAME}.hpp", f"lessons/{SLUG}/examples/{NAME}.cu",
                          f"exercises/{SLUG}/{NAME}.cu", f"solutions/{SLUG}/{NAME}.cu",
-                         f"grader/{SLUG}/{NAME}_test.cu", f"{PLAIN}/{SLUG}/{NAME}.cu"):
+                         f"grader/{SLUG}/{NAME}_test.cu", f"grader/{SLUG}/benchmark.hpp", f"{PLAIN}/{SLUG}/{NAME}.cu"):
             self.assertTrue(self.path(relative).is_file(), relative)
         self.assertIn("No sweep was declared", self.tool.stdout)
 
@@ -155,7 +155,7 @@ class NewLessonTest(unittest.TestCase):
         self.assertEqual((lesson.title, lesson.sources, lesson.sanitizers), (TITLE, [f"{NAME}.cu"], ["memcheck"]))
         [task] = lesson.tasks
         self.assertGreater(task.correctness_points, 0)
-        self.assertEqual((task.performance_points, task.perf_metric), (0, None))
+        self.assertEqual((task.performance_points, task.perf_metric), (2, "fraction_of_copy_bandwidth"))
         self.assertEqual(len(task.hints), 3)
         self.assertEqual(len(set(task.hints)), 3, "a nudge, the concept, near the answer: three different hints")
         for hint in task.hints:
@@ -193,14 +193,15 @@ class NewLessonTest(unittest.TestCase):
         for heading in ("# Lesson 06: Scaffold check", "## What you will learn", "## Worked example", "## Task 1",
                         "## When the grader says no"):
             self.assertIn(heading, text)
-        self.assertIn(f"| 06 | [{TITLE}](lessons/{SLUG}/README.md) | 1 | 3 |", self.path("README.md").read_text())
+        self.assertIn(f"| 06 | [{TITLE}](lessons/{SLUG}/README.md) | 1 | 5 |", self.path("README.md").read_text())
 
     def test_the_expected_verdicts_name_the_new_task(self):
         def verdict(relative):
             return json.loads(self.path(relative).read_text())[SLUG]
-        self.assertEqual(verdict("grader/tests/expected/exercises.json"), {"1": {"correctness": "not_implemented"}})
-        self.assertEqual(verdict("grader/tests/expected/solutions.json"), {"1": {"correctness": "passed"}})
-        self.assertEqual(verdict("grader/tests/students/plain/expected.json"), {"1": {"correctness": "passed"}})
+        self.assertEqual(verdict("grader/tests/expected/exercises.json"),
+                         {"1": {"correctness": "not_implemented", "performance": "not_run"}})
+        for relative in ("grader/tests/expected/solutions.json", "grader/tests/students/plain/expected.json"):
+            self.assertEqual(verdict(relative), {"1": {"correctness": "passed", "performance": "passed"}}, relative)
 
     # ---- the project's own checks, in the copy --------------------------------------------------
 
@@ -231,7 +232,8 @@ class NewLessonTest(unittest.TestCase):
             self.assertEqual(listed.returncode, 0, listed.stdout)
             self.assertIn("Task 1: scale is right for every size", listed.stdout)
             self.assertIn("Task 1: scale keeps its contract at every size", listed.stdout)
-            self.assertEqual(listed.stdout.count("[task_1]"), 2, listed.stdout)
+            self.assertIn("Task 1: scale bandwidth against the copy bandwidth", listed.stdout)
+            self.assertEqual(listed.stdout.count("[task_1]"), 3, listed.stdout)
 
     def test_the_worked_example_runs_or_says_it_needs_a_gpu(self):
         build = self.built()
@@ -248,11 +250,15 @@ class NewLessonTest(unittest.TestCase):
         self.assertEqual(graded.returncode, 3, graded.stdout)
         self.assertIn(f"Compiled: {SLUG}.", graded.stdout)
         tests = json.loads(results.read_text())["tests"]
-        self.assertEqual([tuple(t["tags"]) for t in tests], [(SLUG, "task_1", "correctness")])
-        for t in tests:
-            self.assertEqual(t["extra_data"]["status"], "skipped", t)
-            self.assertIn("not run: No GPU to run on", t["output"])
-            self.assertEqual((t["score"], t["max_score"]), (0, 3.0))
+        self.assertEqual([tuple(t["tags"]) for t in tests],
+                         [(SLUG, "task_1", "correctness"), (SLUG, "task_1", "performance")])
+        correctness, performance = tests
+        self.assertEqual(correctness["extra_data"]["status"], "skipped", correctness)
+        self.assertIn("not run: No GPU to run on", correctness["output"])
+        self.assertEqual((correctness["score"], correctness["max_score"]), (0, 3.0))
+        self.assertEqual(performance["extra_data"]["status"], "not_run", performance)
+        self.assertIn("not timed: correctness must pass first", performance["output"])
+        self.assertEqual((performance["score"], performance["max_score"]), (0, 2.0))
 
     def test_on_a_gpu_the_verdicts_are_those_the_tool_wrote(self):
         # Graded for real where a GPU is visible (tools/gpu_check.sh runs this module there): the
@@ -334,8 +340,10 @@ class ArgumentsTest(unittest.TestCase):
         text = " ".join(result.stdout.split())
         self.assertIn('tools/new_lesson.py 06_scans "Scans:', text)
         self.assertIn("--root", text)
-        self.assertIn("It declares no sweep: a lesson that gets one adds tools/bench/NN_name.cu and its manifest "
-                      "entry's \"sweep\"", text)
+        self.assertIn("The placeholder task is timed: its [task_1][perf] test measures scale at benchmark.hpp's size",
+                      text)
+        self.assertIn("It declares no sweep: a lesson that gets one adds tools/bench/NN_name.cu, which includes the "
+                      "same benchmark.hpp, and its manifest entry's \"sweep\"", text)
 
 
 if __name__ == "__main__":

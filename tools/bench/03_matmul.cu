@@ -1,7 +1,9 @@
 // The sweep of lesson 03: GFLOP/s of C = A * B against N for square N x N x N matrices, for
 // each of the lesson's functions (naive, tiled, the cuBLAS call, the challenge) and, as the
 // baselines, cuBLAS itself in FP32 and in TF32 tensor-core math. ./sweep 03 runs it for the
-// student's code and for the reference solution.
+// student's code and for the reference solution. What is timed, the sizes, the flops and bytes
+// of a product and the launches are lesson 03's benchmark declaration
+// (grader/03_matmul/benchmark.hpp), which the grader's timed tests use too.
 //
 // --blocks sets the naive kernel's blocks (B threads as 32 x B/32; default 256 = 32 x 8); the
 // tiled kernel always runs kTile x kTile blocks, and cuBLAS and the challenge choose their own
@@ -13,6 +15,7 @@
 // Each function is announced ("# checking OP", "# measuring OP n=N ...") before it runs. One
 // that crashes takes the process with it (an illegal address breaks the CUDA context for good),
 // so ./sweep names it from the last announcement and runs this again with --skip OP.
+#include "benchmark.hpp"
 #include "matmul.hpp"
 #include "sweep.hpp"
 
@@ -42,12 +45,12 @@ struct Handle {
   cublasHandle_t h = nullptr;
 };
 
+namespace declared = matmul_benchmark;
+
 // C = A * B with cuBLAS on the handle's math mode (row-major, as in the lesson).
 void library_gemm(cublasHandle_t h, const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t s) {
-  const float alpha = 1.0f, beta = 0.0f;
-  cublasSetStream(h, s);
-  if (cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N) != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error("cublasSgemm failed");
+  if (const cublasStatus_t status = declared::row_major_sgemm(h, A, B, C, M, N, K, s); status != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string("cublasSgemm failed: ") + cublasGetStatusString(status));
   }
 }
 
@@ -61,8 +64,8 @@ struct Kernel {
   Gemm run;
   long long grid(int M, int N) const {
     if (grid_mode == "own") return 0;
-    const int bx = grid_mode == "tiles" ? kTile : 32, by = grid_mode == "tiles" ? kTile : block / 32;
-    return static_cast<long long>((N + bx - 1) / bx) * ((M + by - 1) / by);
+    const dim3 g = declared::grid_for(grid_mode == "tiles" ? dim3(kTile, kTile) : dim3(32, block / 32), M, N);
+    return static_cast<long long>(g.x) * g.y;
   }
 };
 
@@ -71,15 +74,10 @@ std::vector<Kernel> lesson_kernels(const std::vector<int>& naive_blocks, cublasH
   for (const int block : naive_blocks) {
     kernels.push_back({"matmul_naive", "2d", block, [block](const float* A, const float* B, float* C, int M, int N,
                                                            int K, cudaStream_t s) {
-      const dim3 threads(32, block / 32), grid((N + 31) / 32, (M + threads.y - 1) / threads.y);
-      matmul_naive<<<grid, threads, 0, s>>>(A, B, C, M, N, K);
+      declared::launch_naive(A, B, C, M, N, K, dim3(32, block / 32), s);
     }});
   }
-  kernels.push_back({"matmul_tiled", "tiles", kTile * kTile, [](const float* A, const float* B, float* C, int M,
-                                                                int N, int K, cudaStream_t s) {
-    const dim3 grid((N + kTile - 1) / kTile, (M + kTile - 1) / kTile);
-    matmul_tiled<<<grid, dim3(kTile, kTile), 0, s>>>(A, B, C, M, N, K);
-  }});
+  kernels.push_back({"matmul_tiled", "tiles", kTile * kTile, declared::launch_tiled});
   kernels.push_back({"matmul_cublas", "own", 0, [handle](const float* A, const float* B, float* C, int M, int N,
                                                          int K, cudaStream_t s) {
     cublasSetStream(handle, s);
@@ -130,8 +128,8 @@ bool computes_the_product(const Gemm& run, cublasHandle_t fp32, std::string& why
 
 int main(int argc, char** argv) {
   bench::Defaults defaults;
-  defaults.sizes = {128, 256, 512, 1024, 2048, 4096, 8192};
-  defaults.blocks = {256};
+  defaults.sizes.assign(std::begin(declared::kSweepSizes), std::end(declared::kSweepSizes));
+  defaults.blocks = {declared::kDefaultNaiveBlock};
   defaults.grid_modes = {"2d"};
   const bench::Options options = bench::parse_options(argc, argv, kLesson, defaults);
   if (options.print_header) {
@@ -201,8 +199,8 @@ int main(int argc, char** argv) {
         row.block = block;
         row.grid_mode = mode;
         row.grid = grid;
-        row.bytes = 3.0 * elements * sizeof(float);  // the least traffic: read A and B once, write C once
-        row.flops = 2.0 * n * double(n) * n;          // a multiply and an add per term of each dot product
+        row.bytes = declared::least_bytes(n, n, n);
+        row.flops = declared::flops(n, n, n);
         bench::announce(row);
         row.stats = bench::time_measurement(
             [&](cudaStream_t s) { run(A.data(), B.data(), C.data(), n, n, n, s); }, options);
