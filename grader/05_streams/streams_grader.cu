@@ -49,16 +49,6 @@ std::vector<float> input_values(std::size_t n, const std::string& name) {
   return workbook::random_floats(n, grader::seed_for(name + " " + std::to_string(n)), -1.0f, 1.0f);
 }
 
-std::vector<float> transformed(const std::vector<float>& x, int work) {
-  if (x.empty()) return {};
-  workbook::DeviceBuffer<float> in(x.size()), out(x.size());
-  in.copy_from_host(x.data());
-  streams::transform(in.data(), out.data(), x.size(), work, nullptr);
-  std::vector<float> y(x.size());
-  out.copy_to_host(y.data());
-  return y;
-}
-
 std::string host_output_errors(const HostArray& out, const std::vector<float>& want, const std::string& what) {
   std::ostringstream msg;
   const workbook::GuardReport guards = out.guards();

@@ -59,10 +59,6 @@ int main(int argc, char** argv) {
   defaults.blocks.assign(std::begin(declared::kSweepBlocks), std::end(declared::kSweepBlocks));
   defaults.grid_modes = declared::grid_modes();
   const bench::Options options = bench::parse_options(argc, argv, kLesson, defaults);
-  if (options.print_header) {
-    std::puts(bench::header_line().c_str());
-    return 0;
-  }
   if (workbook::cuda_device_count() == 0) return workbook::exit_without_gpu(argv[0]);
   try {
     const bool kernel = !options.skips("multiply_add");

@@ -98,19 +98,7 @@ bool computes_the_product(const Gemm& run, cublasHandle_t fp32, std::string& why
   workbook::fill_random_device(B.data(), B.size(), 32);
   library_gemm(fp32, A.data(), B.data(), R.data(), M, N, K, nullptr);
   workbook::fill_words_device(C.data(), C.size(), workbook::kPoisonBits);
-  try {
-    run(A.data(), B.data(), C.data(), M, N, K, nullptr);
-    WORKBOOK_CHECK_LAUNCH();
-    WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
-  } catch (const std::exception& e) {
-    // A kernel that crashed (an illegal address, say) leaves an error that every later CUDA
-    // call returns: nothing else can be checked or timed in this process, so end it here,
-    // while the last announcement still names this function. Other errors were cleared.
-    (void)cudaGetLastError();
-    if (cudaDeviceSynchronize() != cudaSuccess) throw;
-    why = e.what();
-    return false;
-  }
+  if (!bench::runs([&] { run(A.data(), B.data(), C.data(), M, N, K, nullptr); }, why)) return false;
   std::vector<float> got(C.size()), want(R.size());
   WORKBOOK_CUDA_CHECK(cudaMemcpy(got.data(), C.data(), C.bytes(), cudaMemcpyDeviceToHost));
   WORKBOOK_CUDA_CHECK(cudaMemcpy(want.data(), R.data(), R.bytes(), cudaMemcpyDeviceToHost));
@@ -132,10 +120,6 @@ int main(int argc, char** argv) {
   defaults.blocks = {declared::kDefaultNaiveBlock};
   defaults.grid_modes = {"2d"};
   const bench::Options options = bench::parse_options(argc, argv, kLesson, defaults);
-  if (options.print_header) {
-    std::puts(bench::header_line().c_str());
-    return 0;
-  }
   if (workbook::cuda_device_count() == 0) return workbook::exit_without_gpu(argv[0]);
   try {
     for (const int block : options.blocks) {

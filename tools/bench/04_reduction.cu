@@ -81,22 +81,7 @@ std::vector<LessonFunction> lesson_functions(const std::vector<int>& blocks) {
 
 namespace declared = reduction_benchmark;
 
-// Runs \p work and waits for the GPU. False, with \p why, when it threw; rethrows when the
-// CUDA context is broken for good (an illegal address, say), so that the process ends while the
-// last announcement still names the function.
-bool runs(const std::function<void()>& work, std::string& why) {
-  try {
-    work();
-    WORKBOOK_CHECK_LAUNCH();
-    WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
-    return true;
-  } catch (const std::exception& e) {
-    (void)cudaGetLastError();
-    if (cudaDeviceSynchronize() != cudaSuccess) throw;
-    why = e.what();
-    return false;
-  }
-}
+using bench::runs;
 
 // Whether reduce_block with \p block threads writes each block's sum, at an awkward n (the last
 // block partly filled) and a small one.
@@ -228,10 +213,6 @@ int main(int argc, char** argv) {
   defaults.blocks = {declared::kDefaultBlock};
   defaults.grid_modes = {"cover"};
   const bench::Options options = bench::parse_options(argc, argv, kLesson, defaults);
-  if (options.print_header) {
-    std::puts(bench::header_line().c_str());
-    return 0;
-  }
   for (const int block : options.blocks) {
     if (block < 32 || block > 1024 || (block & (block - 1)) != 0) {
       std::fprintf(stderr, "%s: --blocks %d: reduce_block runs with a power of two from 32 to 1024 threads per "

@@ -145,33 +145,10 @@ std::string shape_text(std::size_t n, int streams, int chunks) {
          std::to_string(chunks) + " chunk" + (chunks > 1 ? "s" : "");
 }
 
-// Runs \p work, which waits for its own GPU work, and checks that the device is still well.
-// False, with \p why, when it threw; rethrows when the CUDA context is broken for good (an
-// illegal address, say), so that the process ends while the last announcement names the function.
-bool runs(const std::function<void()>& work, std::string& why) {
-  try {
-    work();
-    WORKBOOK_CHECK_LAUNCH();
-    WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
-    return true;
-  } catch (const std::exception& e) {
-    (void)cudaGetLastError();
-    if (cudaDeviceSynchronize() != cudaSuccess) throw;
-    why = e.what();
-    return false;
-  }
-}
-
-// transform(x) by the lesson's kernel in one launch: the bits a right answer has (the kernel is
-// elementwise, so any prefix of it is right for that prefix of x).
-std::vector<float> transformed(const std::vector<float>& x, int work) {
-  workbook::DeviceBuffer<float> in(x.size()), out(x.size());
-  in.copy_from_host(x.data());
-  streams::transform(in.data(), out.data(), x.size(), work, nullptr);
-  std::vector<float> y(x.size());
-  out.copy_to_host(y.data());
-  return y;
-}
+using bench::csv_field;
+using bench::number;
+using bench::runs;
+using streams_benchmark::transformed;
 
 // Why \p got (n floats) is not \p want: "" when it is, bit for bit.
 std::string wrong_output(const float* got, const std::vector<float>& want, std::size_t n) {
@@ -247,19 +224,6 @@ bool process_pageable_is_right(std::string& why) {
     }
   }
   return true;
-}
-
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
-std::string number(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.6g", value);
-  return buffer;
 }
 
 // The columns of the timeline lines; tools/bench/sweep_schema.py's TIMELINE_COLUMNS (a test checks it).
@@ -341,10 +305,6 @@ int main(int argc, char** argv) {
   defaults.blocks_meaning = "number of streams";
   defaults.grid_modes = {kPipeline};
   const bench::Options options = bench::parse_options(argc, argv, kLesson, defaults);
-  if (options.print_header) {
-    std::puts(bench::header_line().c_str());
-    return 0;
-  }
   if (workbook::cuda_device_count() == 0) return workbook::exit_without_gpu(argv[0]);
   const std::vector<int>& stream_counts = options.blocks;
   try {

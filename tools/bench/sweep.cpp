@@ -63,19 +63,6 @@ std::string describe_sizes(const std::vector<std::size_t>& sizes) {
   return out;
 }
 
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
-std::string number(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.6g", value);
-  return buffer;
-}
-
 }  // namespace
 
 std::vector<std::size_t> half_decades(double first, double last) {
@@ -142,7 +129,8 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
     } else if (arg == "--no-transfers") {
       options.transfers = false;
     } else if (arg == "--print-header") {
-      options.print_header = true;
+      std::puts(header_line().c_str());
+      std::exit(0);
     } else if (arg == "--skip") {
       for (const auto& operation : split(value())) options.skip.push_back(operation);
     } else {
@@ -219,6 +207,33 @@ void announce(const Row& row) {
   if (!row.grid_mode.empty()) line += " grid=" + row.grid_mode;
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);  // out before the measurement runs: it may be the last line the program prints
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::string number(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
+  return buffer;
+}
+
+bool runs(const std::function<void()>& work, std::string& why) {
+  try {
+    work();
+    WORKBOOK_CHECK_LAUNCH();
+    WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
+    return true;
+  } catch (const std::exception& e) {
+    (void)cudaGetLastError();
+    if (cudaDeviceSynchronize() != cudaSuccess) throw;
+    why = e.what();
+    return false;
+  }
 }
 
 const std::vector<std::string>& transfer_operations() {

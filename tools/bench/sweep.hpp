@@ -40,7 +40,6 @@ struct Options {
   int warmup = 3;                          ///< untimed launches per measurement
   int samples = 20;                        ///< timed launches per measurement
   bool transfers = true;                   ///< also time the host-device copies
-  bool print_header = false;               ///< print the CSV header and stop (no GPU needed)
   std::vector<std::string> skip;           ///< operations left out: not checked, timed or planned
 
   /// Whether --skip left \p operation out.
@@ -51,7 +50,7 @@ struct Options {
 std::vector<std::size_t> half_decades(double first = 1e4, double last = 1e8);
 
 /// Parses argv. Bad arguments print what was wrong and the usage to stderr and exit with 2;
-/// --help prints the usage and exits with 0.
+/// --help prints the usage and --print-header the CSV header, and both exit with 0 (no GPU needed).
 Options parse_options(int argc, char** argv, const std::string& lesson, const Defaults& defaults);
 
 /// The CSV columns, in order. tools/bench/sweep_schema.py lists the same (a test checks it).
@@ -100,6 +99,17 @@ void announce_check(const std::string& operation);
 /// Prints "# measuring OPERATION n=N block=B grid=MODE" (block and grid when set) and flushes
 /// it: the measurement of \p row follows.
 void announce(const Row& row);
+
+/// A field of a CSV line: quoted (its quotes doubled) when it holds a comma, a quote or a newline.
+std::string csv_field(const std::string& text);
+
+/// A number for a CSV line, with six significant digits.
+std::string number(double value);
+
+/// Runs \p work (student code) and waits for the GPU. False, with \p why, when it threw;
+/// rethrows when the CUDA context is broken for good (an illegal address, say), so that the
+/// process ends while the last announcement still names the function.
+bool runs(const std::function<void()>& work, std::string& why);
 
 /// The host-device copies that measure_transfers() times, in order.
 const std::vector<std::string>& transfer_operations();
