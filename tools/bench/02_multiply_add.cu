@@ -98,13 +98,7 @@ int main(int argc, char** argv) {
       const float b = 0.5f;
       for (const int block : blocks) {
         for (const std::string& mode : options.grid_modes) {
-          bench::Row row;
-          row.lesson = kLesson;
-          row.implementation = options.implementation;
-          row.operation = "multiply_add";
-          row.n = n;
-          row.block = block;
-          row.grid_mode = mode;
+          bench::Row row{kLesson, options.implementation, "multiply_add", n, block, mode};
           bench::announce(row);  // first: any CUDA call below may be where a crash shows
           row.grid = declared::grid_for(mode, n, block);
           row.bytes = declared::kBytesPerElement * n;

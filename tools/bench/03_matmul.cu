@@ -175,14 +175,7 @@ int main(int argc, char** argv) {
       workbook::fill_random_device(B.data(), elements, 2);
       const auto measure = [&](const std::string& implementation, const std::string& operation,
                                const std::string& mode, int block, long long grid, const Gemm& run) {
-        bench::Row row;
-        row.lesson = kLesson;
-        row.implementation = implementation;
-        row.operation = operation;
-        row.n = static_cast<std::size_t>(n);
-        row.block = block;
-        row.grid_mode = mode;
-        row.grid = grid;
+        bench::Row row{kLesson, implementation, operation, static_cast<std::size_t>(n), block, mode, grid};
         row.bytes = declared::least_bytes(n, n, n);
         row.flops = declared::flops(n, n, n);
         bench::announce(row);

@@ -290,14 +290,7 @@ int main(int argc, char** argv) {
     for (const std::size_t n : sizes) {
       const auto row_for = [&](const std::string& implementation, const std::string& operation, int block,
                                const std::string& mode, long long grid) {
-        bench::Row row;
-        row.lesson = kLesson;
-        row.implementation = implementation;
-        row.operation = operation;
-        row.n = n;
-        row.block = block;
-        row.grid_mode = mode;
-        row.grid = grid;
+        bench::Row row{kLesson, implementation, operation, n, block, mode, grid};
         row.bytes = declared::kBytesPerElement * n;
         row.flops = declared::kFlopsPerElement * n;
         bench::announce(row);  // first: what follows may be where a crash shows

@@ -384,14 +384,7 @@ int main(int argc, char** argv) {
     for (const std::size_t n : sizes) {
       const auto row_for = [&](const std::string& implementation, const std::string& operation, int block,
                                const std::string& mode, long long grid, double bytes) {
-        bench::Row row;
-        row.lesson = kLesson;
-        row.implementation = implementation;
-        row.operation = operation;
-        row.n = n;
-        row.block = block;
-        row.grid_mode = mode;
-        row.grid = grid;
+        bench::Row row{kLesson, implementation, operation, n, block, mode, grid};
         row.bytes = bytes;
         // One FMA per step of work per element; the copies compute nothing.
         row.flops = operation.rfind("h2d", 0) == 0 || operation.rfind("d2h", 0) == 0 ? 0.0 : 2.0 * work * n;
