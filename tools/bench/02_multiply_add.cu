@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     }
     const std::size_t planned =
         sizes.size() * ((kernel ? options.blocks.size() * options.grid_modes.size() : 0) + transfers);
-    bench::begin_output(planned);
+    bench::begin_output(planned, options);
 
     const std::vector<int> blocks = kernel ? options.blocks : std::vector<int>{};  // none: only the copies
     for (const std::size_t n : sizes) {

@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
         sizes.push_back(static_cast<int>(n));
       }
     }
-    bench::begin_output(sizes.size() * (kernels.size() + baselines.size()));
+    bench::begin_output(sizes.size() * (kernels.size() + baselines.size()), options);
 
     for (const int n : sizes) {
       const std::size_t elements = std::size_t(n) * n;

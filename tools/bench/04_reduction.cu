@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: the CPU rows run on %u threads (all this host has) and stop at n = %zu\n", argv[0],
                    threads, kCpuLargestN);
     }
-    bench::begin_output(planned);
+    bench::begin_output(planned, options);
 
     // One input for every size (each reads its first n floats), and the same values in host
     // memory for the baselines that start there.

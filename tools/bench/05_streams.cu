@@ -5,7 +5,7 @@
 // declaration (grader/05_streams/benchmark.hpp), which the grader's timed tests use too: the
 // kernel alone takes as long as the pinned copy in alone, so each stage is a third of the
 // sequential time, and overlapping them can save up to two thirds. In the CSV a pipeline row
-// has grid_mode "pipeline", block = S and grid = C.
+// has grid_mode "pipeline", S in the column streams and C in chunks.
 //
 // The rows the figures need besides (baselines, once per sweep: --no-transfers leaves them out
 // and ./sweep passes it to every run after the first that succeeded):
@@ -71,7 +71,7 @@ constexpr int kCheckWork = 8;                             // the checks: a light
 constexpr std::size_t kStagingFloats = std::size_t(1) << 21;  // task 4's pinned staging: 8 MiB, as the grader's
 constexpr int kTimelineStreams = 4, kTimelineChunks = 16;
 constexpr std::size_t kFloat = sizeof(float);
-const char* const kPipeline = "pipeline";  // grid_mode of a process row: block = streams, grid = chunks
+const char* const kPipeline = "pipeline";  // grid_mode of a process row: Row::block = streams, Row::grid = chunks
 
 // What lesson 05 reads from the command line besides bench::Options.
 struct LessonOptions {
@@ -123,7 +123,7 @@ LessonOptions take_lesson_options(int& argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       std::printf(
           "Lesson 05 times streams::process, the pipeline of task 1, from pinned memory for every number of\n"
-          "streams x number of chunks (CSV: grid_mode 'pipeline', block = streams, grid = chunks), each stage\n"
+          "streams x number of chunks (CSV: grid_mode 'pipeline', columns streams and chunks), each stage\n"
           "alone (the overlap bound), process_pageable (task 4), and records one call of process at %d streams\n"
           "and %d chunks with the grader's tracer (the '# timeline' lines, for sweep-results/%s_timeline.csv).\n"
           "Its own options:\n"
@@ -303,6 +303,8 @@ int main(int argc, char** argv) {
   defaults.blocks.assign(std::begin(streams_benchmark::kSweepStreams), std::end(streams_benchmark::kSweepStreams));
   defaults.blocks_option = "--streams";
   defaults.blocks_meaning = "number of streams";
+  defaults.block_column = "streams";
+  defaults.grid_column = "chunks";
   defaults.grid_modes = {kPipeline};
   const bench::Options options = bench::parse_options(argc, argv, kLesson, defaults);
   if (workbook::cuda_device_count() == 0) return workbook::exit_without_gpu(argv[0]);
@@ -379,7 +381,7 @@ int main(int argc, char** argv) {
       }
     }
     const std::size_t pipelines = process_right ? stream_counts.size() * lesson.chunks.size() : 0;
-    bench::begin_output(sizes.size() * (baselines.size() + pipelines + (pageable_right ? 1 : 0)));
+    bench::begin_output(sizes.size() * (baselines.size() + pipelines + (pageable_right ? 1 : 0)), options);
 
     for (const std::size_t n : sizes) {
       const auto row_for = [&](const std::string& implementation, const std::string& operation, int block,

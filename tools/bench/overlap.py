@@ -42,7 +42,7 @@ def sequential_ms(stages: Dict[str, float]) -> Optional[float]:
 def pipelines(rows: Iterable[Dict], implementation: str, n: int) -> List[Dict]:
     """One implementation's process rows at n, by streams then chunks."""
     return sorted((r for r in rows if r["operation"] == PROCESS and r["implementation"] == implementation
-                   and r["n"] == n), key=lambda r: (r["block"], r["grid"]))
+                   and r["n"] == n), key=lambda r: (r["streams"], r["chunks"]))
 
 
 def best(rows: Iterable[Dict], implementation: str, n: int) -> Optional[Dict]:
@@ -52,7 +52,7 @@ def best(rows: Iterable[Dict], implementation: str, n: int) -> Optional[Dict]:
 
 def configuration(row: Dict) -> str:
     """'4 streams, 16 chunks'."""
-    s, c = row["block"], row["grid"]
+    s, c = row["streams"], row["chunks"]
     return f"{s} stream{'s' if s != 1 else ''}, {c} chunk{'s' if c != 1 else ''}"
 
 

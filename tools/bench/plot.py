@@ -433,17 +433,17 @@ class StreamsFigures(Figures):
         stages = overlap.stage_ms(self.rows, n)
         bound, sequential = overlap.bound_ms(stages), overlap.sequential_ms(stages)
         names = [name for name in implementations(self.kernels) if overlap.pipelines(self.rows, name, n)]
-        streams = sorted({r["block"] for name in names for r in overlap.pipelines(self.rows, name, n)})
-        chunks = sorted({r["grid"] for name in names for r in overlap.pipelines(self.rows, name, n)})
+        streams = sorted({r["streams"] for name in names for r in overlap.pipelines(self.rows, name, n)})
+        chunks = sorted({r["chunks"] for name in names for r in overlap.pipelines(self.rows, name, n)})
         fig, ax = self.plt.subplots(figsize=(6.4, 4.2))
         cmap = self.plt.get_cmap("viridis")
         highest = 0.0
         for name in names:
             for k, s in enumerate(streams):
-                series = [r for r in overlap.pipelines(self.rows, name, n) if r["block"] == s]
+                series = [r for r in overlap.pipelines(self.rows, name, n) if r["streams"] == s]
                 if series:
                     highest = max([highest] + [r["max_ms"] for r in series])
-                    self._errorbars(ax, [r["grid"] for r in series], series, marker="o", linewidth=1,
+                    self._errorbars(ax, [r["chunks"] for r in series], series, marker="o", linewidth=1,
                                     linestyle=self.STYLES.get(name, "-."), color=cmap(k / max(len(streams) - 1, 1)),
                                     label=f"{name}, {s} stream{'s' if s != 1 else ''}")
         if bound:

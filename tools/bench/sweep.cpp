@@ -79,6 +79,7 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
   options.sizes = defaults.sizes;
   options.blocks = defaults.blocks;
   options.grid_modes = defaults.grid_modes;
+  options.columns = sweep_columns(defaults.block_column, defaults.grid_column);
   std::vector<std::string> block_names;
   for (const int block : defaults.blocks) block_names.push_back(std::to_string(block));
   const std::string usage =
@@ -129,7 +130,7 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
     } else if (arg == "--no-transfers") {
       options.transfers = false;
     } else if (arg == "--print-header") {
-      std::puts(header_line().c_str());
+      std::puts(header_line(options.columns).c_str());
       std::exit(0);
     } else if (arg == "--skip") {
       for (const auto& operation : split(value())) options.skip.push_back(operation);
@@ -147,11 +148,10 @@ bool Options::skips(const std::string& operation) const {
   return std::find(skip.begin(), skip.end(), operation) != skip.end();
 }
 
-const std::vector<std::string>& sweep_columns() {
-  static const std::vector<std::string> columns{
-      "lesson", "implementation", "operation", "n", "block", "grid_mode", "grid", "samples", "median_ms", "min_ms",
-      "max_ms", "bytes", "flops", "gbps", "gflops", "pct_of_copy_bandwidth", "copy_bandwidth_gbps", "gpu", "date"};
-  return columns;
+std::vector<std::string> sweep_columns(const std::string& block_column, const std::string& grid_column) {
+  return {"lesson", "implementation", "operation", "n", block_column, "grid_mode", grid_column, "samples",
+          "median_ms", "min_ms", "max_ms", "bytes", "flops", "gbps", "gflops", "pct_of_copy_bandwidth",
+          "copy_bandwidth_gbps", "gpu", "date"};
 }
 
 RunInfo run_info() {
@@ -165,9 +165,9 @@ RunInfo run_info() {
   return info;
 }
 
-std::string header_line() {
+std::string header_line(const std::vector<std::string>& columns) {
   std::string line;
-  for (const auto& column : sweep_columns()) line += (line.empty() ? "" : ",") + column;
+  for (const auto& column : columns) line += (line.empty() ? "" : ",") + column;
   return line;
 }
 
@@ -186,8 +186,8 @@ std::string format_row(const Row& row, const RunInfo& info) {
   return line;
 }
 
-void begin_output(std::size_t planned) {
-  std::printf("# planned %zu\n%s\n", planned, header_line().c_str());
+void begin_output(std::size_t planned, const Options& options) {
+  std::printf("# planned %zu\n%s\n", planned, header_line(options.columns).c_str());
   std::fflush(stdout);
 }
 

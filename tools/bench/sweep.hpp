@@ -29,6 +29,10 @@ struct Defaults {
   /// is not a block size names it for what it is (lesson 05: "--streams", the numbers of streams).
   std::string blocks_option = "--blocks";
   std::string blocks_meaning = "threads per block";
+  /// The CSV's names for Row::block and Row::grid: what the lesson's axes are (lesson 05:
+  /// "streams" and "chunks"). tools/bench/sweep_schema.py knows each pair (NAMED_AXES).
+  std::string block_column = "block";
+  std::string grid_column = "grid";
 };
 
 /// The parsed command line of a sweep program.
@@ -41,6 +45,7 @@ struct Options {
   int samples = 20;                        ///< timed launches per measurement
   bool transfers = true;                   ///< also time the host-device copies
   std::vector<std::string> skip;           ///< operations left out: not checked, timed or planned
+  std::vector<std::string> columns;        ///< the CSV header, with the lesson's axis names
 
   /// Whether --skip left \p operation out.
   bool skips(const std::string& operation) const;
@@ -53,8 +58,10 @@ std::vector<std::size_t> half_decades(double first = 1e4, double last = 1e8);
 /// --help prints the usage and --print-header the CSV header, and both exit with 0 (no GPU needed).
 Options parse_options(int argc, char** argv, const std::string& lesson, const Defaults& defaults);
 
-/// The CSV columns, in order. tools/bench/sweep_schema.py lists the same (a test checks it).
-const std::vector<std::string>& sweep_columns();
+/// The CSV columns, in order, with \p block_column and \p grid_column the names of Row::block
+/// and Row::grid. tools/bench/sweep_schema.py lists the same (a test checks it).
+std::vector<std::string> sweep_columns(const std::string& block_column = "block",
+                                       const std::string& grid_column = "grid");
 
 /// One measurement: one CSV row.
 struct Row {
@@ -62,9 +69,9 @@ struct Row {
   std::string implementation;  ///< "student", "reference", or "cudaMemcpy" for transfers
   std::string operation;       ///< the kernel, or h2d_pageable / h2d_pinned / d2h_pageable / d2h_pinned
   std::size_t n = 0;           ///< problem size (elements)
-  int block = 0;               ///< threads per block; 0 (empty in the CSV) for transfers
+  int block = 0;               ///< threads per block (lesson 05: streams); 0 (empty in the CSV) for transfers
   std::string grid_mode;       ///< e.g. "cover" or "wave"; empty for transfers
-  long long grid = 0;          ///< blocks launched; 0 (empty) for transfers
+  long long grid = 0;          ///< blocks launched (lesson 05: chunks); 0 (empty) for transfers
   workbook::TimingStats stats; ///< the timing
   double bytes = 0;            ///< bytes moved to and from memory per launch (or copied)
   double flops = 0;            ///< floating-point operations per launch
@@ -81,14 +88,14 @@ struct RunInfo {
 /// see workbook::copy_bandwidth_gbps_for_run) and notes the time.
 RunInfo run_info();
 
-/// The header line (no newline).
-std::string header_line();
+/// The header line of \p columns (no newline).
+std::string header_line(const std::vector<std::string>& columns);
 
 /// A row as a CSV line (no newline); fields with commas or quotes are quoted.
 std::string format_row(const Row& row, const RunInfo& info);
 
-/// Prints "# planned N" (N measurements to come) and the header to stdout.
-void begin_output(std::size_t planned);
+/// Prints "# planned N" (N measurements to come) and the header of options.columns to stdout.
+void begin_output(std::size_t planned, const Options& options);
 
 /// Prints one row to stdout and flushes it, so ./sweep sees it at once.
 void emit(const Row& row, const RunInfo& info);

@@ -44,8 +44,8 @@ from driver.gpu_lock import GpuLock
 from driver.manifest import ManifestError, load_manifest, select_lessons
 import crossover
 import overlap
-from sweep_schema import (COLUMNS, TIMELINE_COLUMNS, TRANSFERS, CsvError, is_transfer, left_out_note, read_sweep,
-                          read_timeline)
+from sweep_schema import (COLUMNS, TIMELINE_COLUMNS, TRANSFERS, CsvError, columns_for, is_transfer, left_out_note,
+                          read_sweep, read_timeline)
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD = 0, 1, 2, 3, 4
 EXIT_INCORRECT = 5  # bench::kExitIncorrect: the sweep program found the kernel wrong
@@ -55,7 +55,8 @@ PROGRAM_EXITS = (0, EXIT_USAGE, EXIT_INCORRECT, PROGRAM_NO_GPU)
 # A sweep program that prints nothing for this long is stopped: a kernel hangs. Tests set
 # WORKBOOK_SWEEP_SILENCE_S to a second or two.
 SILENCE_LIMIT_S = float(os.environ.get("WORKBOOK_SWEEP_SILENCE_S", "300"))
-# Which measurement a row is: a run after a crash measures some again, and the first is kept.
+# Which measurement a row is: a run after a crash measures some again, and the first is kept. The
+# axes by their places in COLUMNS, which every lesson's header shares (lesson 05 names them streams, chunks).
 KEY_COLUMNS = ("implementation", "operation", "n", "block", "grid_mode", "grid")
 REST = "(the rest)"  # the operation of a note for what a sweep that stopped early never reached
 PASS = "# pass "          # arguments for the later runs of the same lesson
@@ -135,8 +136,10 @@ class SweepRun(NamedTuple):
     timeline: Tuple[str, ...] = ()  # its timeline's rows (the header checked and dropped)
 
 
-def run_sweep(program: str, implementation: str, options: List[str], env: Dict[str, str]) -> SweepRun:
-    """Runs one sweep program and collects its rows as they come."""
+def run_sweep(program: str, implementation: str, options: List[str], env: Dict[str, str],
+              columns: List[str] = COLUMNS) -> SweepRun:
+    """Runs one sweep program and collects its rows as they come; its header must be `columns`
+    (sweep_schema.columns_for the lesson's kind)."""
     process = subprocess.Popen([program, "--implementation", implementation] + options, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env={**os.environ, **env}, text=True, start_new_session=True)
     lines: "queue.Queue[Optional[str]]" = queue.Queue()
@@ -186,7 +189,7 @@ def run_sweep(program: str, implementation: str, options: List[str], env: Dict[s
             continue
         elif not header_seen:
             header_seen = True
-            if line.split(",") != COLUMNS:
+            if line.split(",") != columns:
                 os.killpg(process.pid, signal.SIGKILL)
                 bad_header = line
                 break
@@ -194,14 +197,15 @@ def run_sweep(program: str, implementation: str, options: List[str], env: Dict[s
             rows.append(line)
             if progress:
                 fields = line.split(",")
-                progress.step(f"n={fields[3]} block={fields[4] or '-'} {fields[5] or fields[2]}")
+                progress.step(f"n={fields[3]} {columns[4]}={fields[4] or '-'} {fields[5] or fields[2]}")
     process.wait()
     for t in threads:
         t.join(timeout=5)
     process.stdout.close()
     process.stderr.close()
     if bad_header is not None:
-        return SweepRun(EXIT_USAGE, [], f"{program} wrote an unexpected CSV header:\n  {bad_header}\nRebuild it "
+        return SweepRun(EXIT_USAGE, [], f"{program} wrote an unexpected CSV header:\n  {bad_header}\nexpected:\n  "
+                        f"{','.join(columns)}\nRebuild it "
                         "(./sweep without --no-build) so it matches tools/bench/sweep_schema.py.")
     if progress:
         progress.finish()
@@ -281,7 +285,7 @@ def label_untouched(errors: str, tree_dir: Path, slug: str, skeletons: dict) -> 
 
 
 def sweep_implementation(program: str, implementation: str, options: List[str], env: Dict[str, str],
-                         relabel=lambda errors: errors) -> Swept:
+                         relabel=lambda errors: errors, columns: List[str] = COLUMNS) -> Swept:
     """Runs one implementation's sweep program to the end, leaving out each function that
     crashes or hangs: the rows already received are kept, and the program runs again with
     --skip and every function left out so far. Stops when a run names no new function to
@@ -293,7 +297,7 @@ def sweep_implementation(program: str, implementation: str, options: List[str], 
     timeline: Tuple[str, ...] = ()
     while True:
         run = run_sweep(program, implementation,
-                        options + list(passes) + (["--skip", ",".join(skip)] if skip else []), env)
+                        options + list(passes) + (["--skip", ",".join(skip)] if skip else []), env, columns)
         if run.errors.strip():
             print(relabel(run.errors).rstrip(), file=sys.stderr)
         for row in run.rows:
@@ -316,11 +320,11 @@ def sweep_implementation(program: str, implementation: str, options: List[str], 
               file=sys.stderr)
 
 
-def write_csv(path: Path, rows: List[str], left_out: List[LeftOut]) -> None:
+def write_csv(path: Path, rows: List[str], left_out: List[LeftOut], columns: List[str] = COLUMNS) -> None:
     """The header, the rows, and a note for each function left out; written whole or not at all."""
     temporary = path.with_suffix(".csv.part")
     notes = [left_out_note(*entry) for entry in left_out]
-    temporary.write_text("\n".join([",".join(COLUMNS)] + rows + notes) + "\n")
+    temporary.write_text("\n".join([",".join(columns)] + rows + notes) + "\n")
     temporary.replace(path)
 
 
@@ -560,7 +564,8 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
                     swept = sweep_implementation(
                         program, implementation, options[lesson.slug] + list(passes) +
                         ([] if not transfers_done else ["--no-transfers"]), env,
-                        lambda errors: label_untouched(errors, tree_dir, lesson.slug, skeletons))
+                        lambda errors: label_untouched(errors, tree_dir, lesson.slug, skeletons),
+                        columns_for(lesson.sweep.kind))
             except LockError as e:
                 print(f"sweep: {e}", file=sys.stderr)
                 return EXIT_BUILD
@@ -585,7 +590,7 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
             status = EXIT_PARTIAL
             continue
         path = out_dir / f"{lesson.slug}.csv"
-        write_csv(path, list(rows.values()), left_out)
+        write_csv(path, list(rows.values()), left_out, columns_for(lesson.sweep.kind))
         try:
             summary = summarize(path, lesson.sweep.kind)
         except CsvError as e:

@@ -9,9 +9,10 @@ One row per measurement ("tidy" data). The sweep programs write the same columns
   n                                   problem size in elements
   block, grid_mode, grid              the launch configuration (empty for transfers; block and grid are
                                       also empty with grid_mode "own": code that chose its own launch,
-                                      such as cuBLAS, lesson 03's challenge launcher, or the CPU). Lesson
-                                      05's pipelines have grid_mode "pipeline" with block = the number of
-                                      streams and grid = the number of chunks
+                                      such as cuBLAS, lesson 03's challenge launcher, or the CPU). A
+                                      lesson whose axes are not a launch names them for what they are
+                                      (AXES_BY_KIND): lesson 05's CSV has the columns streams and chunks
+                                      in their places, set in its pipelines (grid_mode "pipeline")
   samples, median_ms, min_ms, max_ms  the timing: CUDA events, except lesson 04's CPU rows and
                                       gpu_with_transfer, and lesson 05's process, process_pageable and
                                       pageable_sequential, timed with the host clock (copies included)
@@ -61,12 +62,24 @@ COLUMNS = ["lesson", "implementation", "operation", "n", "block", "grid_mode", "
            "gpu", "date"]
 TRANSFERS = ("h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned")
 _INTEGER = ("n", "samples")
-_OPTIONAL_INTEGER = ("block", "grid")  # empty for transfers and for grid_mode OWN_LAUNCH
 OWN_LAUNCH = "own"
 _NUMBER = ("median_ms", "min_ms", "max_ms", "bytes", "flops", "gbps", "gflops", "pct_of_copy_bandwidth",
            "copy_bandwidth_gbps")
 _TEXT = ("lesson", "implementation", "operation", "gpu", "date")
-PIPELINE = "pipeline"  # lesson 05's process: block = streams, grid = chunks
+PIPELINE = "pipeline"  # lesson 05's process, in the columns streams and chunks
+LAUNCH_AXES = ("block", "grid")
+# The names a sweep kind gives its two axis columns where they are not a launch configuration
+# (bench::Defaults::block_column and grid_column in tools/bench/sweep.hpp; a test checks they agree).
+AXES_BY_KIND = {"streams": ("streams", "chunks")}
+
+
+def columns_for(kind: str) -> List[str]:
+    """The header of a sweep of `kind`: COLUMNS with its axes named (lesson 05: streams, chunks)."""
+    first, second = AXES_BY_KIND.get(kind, LAUNCH_AXES)
+    return [first if c == "block" else second if c == "grid" else c for c in COLUMNS]
+
+
+HEADERS = [COLUMNS] + [columns_for(kind) for kind in sorted(AXES_BY_KIND)]
 TIMELINE_COLUMNS = ["lesson", "implementation", "operation", "n", "streams", "chunks", "work", "kind", "name",
                     "stream", "start_ms", "end_ms", "bytes", "gpu", "date"]
 TIMELINE_KINDS = ("call", "kernel", "h2d", "d2h", "d2d", "h2h", "copy", "memset")
@@ -82,17 +95,16 @@ def is_transfer(row: Dict) -> bool:
     return row["operation"] in TRANSFERS
 
 
-def _parse_row(raw: Dict[str, str], where: str) -> Dict:
+def _parse_row(raw: Dict[str, str], where: str, axes: Tuple[str, str]) -> Dict:
     row: Dict = {}
     for column in _TEXT:
         if not raw[column].strip():
             raise CsvError(f"{where}: column {column} is empty")
         row[column] = raw[column].strip()
     row["grid_mode"] = raw["grid_mode"].strip()
-    for column in _INTEGER + _OPTIONAL_INTEGER:
+    for column in _INTEGER + axes:  # the axes are empty for transfers and for grid_mode OWN_LAUNCH
         text = raw[column].strip()
-        if not text and column in _OPTIONAL_INTEGER and (row["operation"] in TRANSFERS
-                                                         or row["grid_mode"] == OWN_LAUNCH):
+        if not text and column in axes and (row["operation"] in TRANSFERS or row["grid_mode"] == OWN_LAUNCH):
             row[column] = None
             continue
         try:
@@ -114,8 +126,11 @@ def _parse_row(raw: Dict[str, str], where: str) -> Dict:
                        f"{row['min_ms']}, {row['median_ms']}, {row['max_ms']}")
     if row["operation"] not in TRANSFERS and not row["grid_mode"]:
         raise CsvError(f"{where}: column grid_mode is empty for a kernel row")
-    if row["grid_mode"] == PIPELINE and (row["block"] is None or row["grid"] is None):
-        raise CsvError(f"{where}: a '{PIPELINE}' row needs block (the number of streams) and grid (of chunks)")
+    if row["grid_mode"] == PIPELINE and axes == LAUNCH_AXES:
+        raise CsvError(f"{where}: a '{PIPELINE}' row (lesson 05) in a file whose header names block and grid, not "
+                       "streams and chunks: an older ./sweep 05 wrote it; run ./sweep 05 again")
+    if row["grid_mode"] == PIPELINE and None in (row[axes[0]], row[axes[1]]):
+        raise CsvError(f"{where}: a '{PIPELINE}' row needs the columns {axes[0]} and {axes[1]} set")
     return row
 
 
@@ -238,17 +253,19 @@ def read_sweep(path: Path) -> List[Dict]:
     path = Path(path)
     # Line numbers as in the file, so that a message points at the right line past a note.
     header_number, header, lines = _header_of(path, _read_text(path))
-    if header != COLUMNS:
+    if header not in HEADERS:
         if header == TIMELINE_COLUMNS:
             raise CsvError(f"{path}: this is a timeline (lesson 05), not a sweep CSV; ./plot draws both")
-        raise _header_error(path, header_number, header, COLUMNS, "sweep")
+        closest = max(HEADERS, key=lambda h: len(set(h) & set(header)))
+        raise _header_error(path, header_number, header, closest, "sweep")
+    axes = (header[COLUMNS.index("block")], header[COLUMNS.index("grid")])
     rows = []
     for number, line in lines:
         where = f"{path}: line {number}"
         fields = next(csv.reader([line]))
-        if len(fields) != len(COLUMNS):
-            raise CsvError(f"{where}: {len(fields)} fields, expected {len(COLUMNS)}")
-        rows.append(_parse_row(dict(zip(COLUMNS, fields)), where))
+        if len(fields) != len(header):
+            raise CsvError(f"{where}: {len(fields)} fields, expected {len(header)}")
+        rows.append(_parse_row(dict(zip(header, fields)), where, axes))
     if not any(not is_transfer(r) for r in rows):
         raise CsvError(f"{path}: no kernel measurements in the file")
     gpus = sorted({r["gpu"] for r in rows})

@@ -125,7 +125,7 @@ def check_streams(args, out) -> list:
     rows = read_sweep(csv)
     chunks = (1, 2, 4, 8, 16, 32, 64)
     for name in names:
-        got = sorted((r["block"], r["grid"]) for r in overlap.pipelines(rows, name, overlap.pipeline_n(rows)))
+        got = sorted((r["streams"], r["chunks"]) for r in overlap.pipelines(rows, name, overlap.pipeline_n(rows)))
         if got != [(s, c) for s in (1, 4) for c in chunks]:
             problems.append(f"lesson 05, {name}: expected process at 1 and 4 streams x {chunks} chunks, got {got}")
     stages = sorted((r["implementation"], r["operation"]) for r in rows if r["operation"] in overlap.STAGES)

@@ -20,7 +20,7 @@ ROOT = HERE.parents[2]
 sys.path.insert(0, str(HERE.parent))
 import crossover  # noqa: E402
 import overlap  # noqa: E402
-from sweep_schema import COLUMNS, TIMELINE_COLUMNS, read_sweep, read_timeline  # noqa: E402
+from sweep_schema import COLUMNS, TIMELINE_COLUMNS, columns_for, read_sweep, read_timeline  # noqa: E402
 
 SAMPLE = HERE.parent / "samples" / "02_multiply_add_h200.csv"
 MATMUL_SAMPLE = HERE.parent / "samples" / "03_matmul_h200.csv"
@@ -403,7 +403,7 @@ class StreamsFiguresTest(unittest.TestCase):
         def row(implementation, operation, block, mode, grid, ms):
             return (f"05_streams,{implementation},{operation},{n},{block},{mode},{grid},20,{ms},{ms},{ms},{8 * n},"
                     f"{2e3 * n},{8 * n / ms / 1e6},1,1,3000,{gpu},{date}")
-        lines = [",".join(COLUMNS), row("cudaMemcpy", "h2d_pinned", "", "", "", 2.0),
+        lines = [",".join(columns_for("streams")), row("cudaMemcpy", "h2d_pinned", "", "", "", 2.0),
                  row("baseline", "transform", "", "own", "", 2.0), row("cudaMemcpy", "d2h_pinned", "", "", "", 2.5)]
         for name, slower in (("student", 1.2), ("reference", 1.0)):
             for streams in (1, 4):

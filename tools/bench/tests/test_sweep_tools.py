@@ -21,8 +21,8 @@ sys.path[:0] = [str(BENCH), str(ROOT / "grader")]
 
 import overlap  # noqa: E402
 import sweep_cli  # noqa: E402
-from sweep_schema import (COLUMNS, TIMELINE_COLUMNS, CsvError, is_timeline, left_out, read_sweep,  # noqa: E402
-                          read_timeline)
+from sweep_schema import (COLUMNS, TIMELINE_COLUMNS, CsvError, columns_for, is_timeline, left_out,  # noqa: E402
+                          read_sweep, read_timeline)
 
 SAMPLE = BENCH / "samples" / "02_multiply_add_h200.csv"
 MATMUL_SAMPLE = BENCH / "samples" / "03_matmul_h200.csv"
@@ -35,6 +35,7 @@ PLOT_PYTHON = os.environ.get("WORKBOOK_PLOT_PYTHON")
 STREAMS_PROGRAM = os.environ.get("WORKBOOK_STREAMS_SWEEP_PROGRAM")
 STREAMS_SOURCE = BENCH / "05_streams.cu"
 GPU = "NVIDIA H100 80GB HBM3"
+STREAMS_COLUMNS = columns_for("streams")  # lesson 05's header: streams and chunks where the others have block, grid
 
 
 def streams_rows(implementations=("student", "reference"), stages=True, n=1 << 20):
@@ -210,28 +211,44 @@ class SchemaTest(unittest.TestCase):
 class StreamsSchemaTest(unittest.TestCase):
     """Lesson 05's rows in the sweep CSV, and its timeline CSV."""
 
-    def test_pipeline_rows_carry_streams_in_block_and_chunks_in_grid(self):
-        with CsvFile([",".join(COLUMNS)] + streams_rows()) as path:
+    def test_pipeline_rows_name_their_streams_and_chunks(self):
+        self.assertEqual(STREAMS_COLUMNS[4:7], ["streams", "grid_mode", "chunks"])
+        with CsvFile([",".join(STREAMS_COLUMNS)] + streams_rows()) as path:
             rows = read_sweep(path)
         process = [r for r in rows if r["operation"] == "process"]
-        self.assertEqual({(r["block"], r["grid"]) for r in process},
+        self.assertEqual({(r["streams"], r["chunks"]) for r in process},
                          {(s, c) for s in (1, 4) for c in (1, 4, 16)})
+        self.assertNotIn("block", process[0])
         self.assertEqual({r["grid_mode"] for r in process}, {"pipeline"})
         transform = next(r for r in rows if r["operation"] == "transform")
-        self.assertEqual((transform["implementation"], transform["block"], transform["grid"]), ("baseline", None, None))
+        self.assertEqual((transform["implementation"], transform["streams"], transform["chunks"]),
+                         ("baseline", None, None))
 
     def test_a_pipeline_row_without_chunks_is_rejected(self):
         lines = streams_rows()
         fields = lines[-1].split(",")
-        fields[COLUMNS.index("grid")] = ""
-        with CsvFile([",".join(COLUMNS)] + lines[:-1] + [",".join(fields)]) as path:
+        fields[STREAMS_COLUMNS.index("chunks")] = ""
+        with CsvFile([",".join(STREAMS_COLUMNS)] + lines[:-1] + [",".join(fields)]) as path:
             with self.assertRaises(CsvError) as caught:
                 read_sweep(path)
         self.assertIn(f"line {len(lines) + 1}", str(caught.exception))
-        self.assertIn("column grid", str(caught.exception))
+        self.assertIn("column chunks", str(caught.exception))
+
+    def test_pipelines_under_a_block_and_grid_header_are_from_an_older_sweep(self):
+        with CsvFile([",".join(COLUMNS)] + streams_rows()) as path:
+            with self.assertRaises(CsvError) as caught:
+                read_sweep(path)
+        self.assertIn("an older ./sweep 05 wrote it; run ./sweep 05 again", str(caught.exception))
+
+    def test_a_header_that_mixes_the_axis_names_is_rejected(self):
+        mixed = [c if c != "grid" else "chunks" for c in COLUMNS]  # block with chunks: no lesson's header
+        with CsvFile([",".join(mixed)] + streams_rows()) as path:
+            with self.assertRaises(CsvError) as caught:
+                read_sweep(path)
+        self.assertIn("is not the sweep header", str(caught.exception))
 
     def test_the_bound_the_sequential_time_and_the_best_pipelines(self):
-        with CsvFile([",".join(COLUMNS)] + streams_rows()) as path:
+        with CsvFile([",".join(STREAMS_COLUMNS)] + streams_rows()) as path:
             rows = read_sweep(path)
         n = overlap.pipeline_n(rows)
         stages = overlap.stage_ms(rows, n)
@@ -292,7 +309,7 @@ class StreamsSchemaTest(unittest.TestCase):
             self.skipTest("WORKBOOK_STREAMS_SWEEP_PROGRAM not set (ctest sets it)")
         out = subprocess.run([STREAMS_PROGRAM, "--print-header", "--chunks", "4,16", "--work", "12"],
                              stdout=subprocess.PIPE, text=True, check=True).stdout
-        self.assertEqual(out.strip().split(","), COLUMNS)
+        self.assertEqual(out.strip().split(","), STREAMS_COLUMNS)  # the axes by their names, as sweep_schema has them
         usage = subprocess.run([STREAMS_PROGRAM, "--help"], stdout=subprocess.PIPE, text=True).stdout
         for text in ("--chunks", "--work W", "--streams    number of streams (default 1, 2, 3, 4, 8)", "# timeline",
                      "--skip OP", "[--streams B,B,...]", "every size x number of streams x grid mode"):
@@ -300,7 +317,7 @@ class StreamsSchemaTest(unittest.TestCase):
         self.assertNotIn("--blocks", usage)  # lesson 05 has no block size to sweep
         out = subprocess.run([STREAMS_PROGRAM, "--print-header", "--streams", "1,4"], stdout=subprocess.PIPE,
                              text=True, check=True).stdout
-        self.assertEqual(out.strip().split(","), COLUMNS)
+        self.assertEqual(out.strip().split(","), STREAMS_COLUMNS)
         for args, message in ((["--chunks", "0"], "--chunks wants whole numbers"), (["--work"], "--work needs a value"),
                               (["--chunks", "4,x"], "not 'x'"), (["--streams", "0"], "--streams wants whole numbers"),
                               (["--blocks", "1,4"], "lesson 05 sweeps streams and chunks, not block sizes: --streams")):
@@ -505,7 +522,7 @@ class RunSweepTest(unittest.TestCase):
         self.assertEqual(len({sweep_cli.row_key(r) for r in rows}), len(rows))
 
     def test_streams_summary_states_the_bound_and_each_best_fraction(self):
-        with CsvFile([",".join(COLUMNS)] + streams_rows()) as path:
+        with CsvFile([",".join(STREAMS_COLUMNS)] + streams_rows()) as path:
             lines = sweep_cli.summarize(path, "streams")
         text = "\n".join(lines)
         self.assertIn("overlap bound max(H2D, kernel, D2H) 2.2 ms; sequential H2D + kernel + D2H 6.3 ms", text)
@@ -513,7 +530,7 @@ class RunSweepTest(unittest.TestCase):
         self.assertIn("student    best: 4 streams, 16 chunks: 2.75 ms, 80% of the bound, 2.29x faster than "
                       "sequential", text)
         self.assertIn("reference  best: 4 streams, 16 chunks: 2.5 ms, 88% of the bound", text)
-        with CsvFile([",".join(COLUMNS)] + streams_rows(stages=False)) as path:
+        with CsvFile([",".join(STREAMS_COLUMNS)] + streams_rows(stages=False)) as path:
             self.assertIn("no overlap bound", "\n".join(sweep_cli.summarize(path, "streams")))
 
     def test_a_silent_program_is_stopped(self):
@@ -793,7 +810,7 @@ class StreamsSweepTest(unittest.TestCase):
 
     def sweep(self, directory, timeline=True):
         log = Path(directory) / "runs.log"
-        settings = (f"LOG, HEADER, ROWS = {str(log)!r}, {','.join(COLUMNS)!r}, {streams_rows()!r}\n"
+        settings = (f"LOG, HEADER, ROWS = {str(log)!r}, {','.join(STREAMS_COLUMNS)!r}, {streams_rows()!r}\n"
                     f"TIMELINE_HEADER, TIMELINE = {','.join(TIMELINE_COLUMNS)!r}, "
                     f"{timeline_rows('student') if timeline else []!r}\n")
         program = fake_program(directory, settings + FAKE_STREAMS)
