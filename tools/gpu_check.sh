@@ -7,6 +7,10 @@
 #   tools/gpu_check.sh sanitize         ./grade --sanitize on the solutions and two broken variants
 #   tools/gpu_check.sh cost             grades the solutions once; what the sanitizer check of a
 #                                       pass costs each lesson (its wall time against the rest)
+#   tools/gpu_check.sh ncu              Nsight Compute's counters (grader/driver/counters.py's
+#                                       METRICS) on the timed tests of the solutions and of
+#                                       slow broken variants: the CSVs for counters.py's tests and
+#                                       the thresholds of issue 23, and what profiling costs
 #   tools/gpu_check.sh summary          the short summary of everything run so far
 #
 # Stages can be combined in one call (tools/gpu_check.sh build tests summary). Logs collect in
@@ -69,6 +73,31 @@ for slug, w in sorted(walls.items()):
 PY
 }
 
+stage_ncu() {
+  local metrics ncu
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  metrics=$(cd grader && python3 -c "from driver import counters; print(','.join(counters.METRICS))")
+  # program (in build/test), its timed test, the kernels to profile (ncu's regex on the function
+  # name), separated by tabs
+  while IFS=$'\t' read -r program test kernels; do
+    [ -n "$program" ] || continue
+    local name=${program##*/}
+    local started=$SECONDS
+    "$ncu" --csv --metrics "$metrics" --kernel-name-base function --kernel-name "regex:$kernels" --launch-count 2 \
+      "build/test/$program" "$test" > "$logs/ncu_$name.csv" 2> "$logs/ncu_$name.err"
+    echo "ncu $name: exit $?, $((SECONDS - started)) s, $(grep -c '^"' "$logs/ncu_$name.csv") CSV lines" |
+      tee -a "$logs/stages.txt"
+    cp "$logs/ncu_$name.csv" "$out/" 2>/dev/null
+  done <<LIST
+grade_01_vector_add__solutions	Task 1: vector_add bandwidth	vector_add
+grader/tests/grade_01_vector_add__broken_vector_add_uncoalesced	Task 1: vector_add bandwidth	vector_add
+grade_04_reduction__solutions	Task 2: reduce_sum GB/s at 2^26 and 2^28 floats against CUB	reduce|sum
+grader/tests/grade_04_reduction__broken_sum_atomic_per_element	Task 2: reduce_sum GB/s at 2^26 and 2^28 floats against CUB	reduce|sum
+grade_03_matmul__solutions	Task 2: matmul_tiled GFLOP/s at 4096^3	matmul
+grader/tests/grade_03_matmul__broken_tiled_without_tiles	Task 2: matmul_tiled GFLOP/s at 4096^3	matmul
+LIST
+}
+
 stage_summary() {
   {
     echo "================ summary ================"
@@ -101,8 +130,10 @@ while [ $# -gt 0 ]; do
     e2e) stage_e2e "${1:-.}"; shift ;;
     sanitize) stage_sanitize ;;
     cost) stage_cost ;;
+    ncu) stage_ncu ;;
     summary) stage_summary ;;
-    *) echo "gpu_check.sh: unknown stage '$stage' (build, tests, e2e REGEX, sanitize, cost, summary)" >&2; exit 2 ;;
+    *) echo "gpu_check.sh: unknown stage '$stage' (build, tests, e2e REGEX, sanitize, cost, ncu, summary)" >&2
+       exit 2 ;;
   esac
 done
 # The device tool returns at most 8 files: every log in one archive.

@@ -1,0 +1,178 @@
+"""The hardware's counters for a kernel that fell short: what Nsight Compute's command line (ncu)
+reads, and what it says.
+
+A timed task below its threshold gets, besides its figure, the counters that tell the common
+causes of a slow kernel apart, each beside its ideal (issue 23, part 1):
+
+  global loads and stores   sectors per request: a warp's 32 four-byte accesses to consecutive
+                            addresses touch 4 sectors of 32 bytes; 32 far-apart ones touch 32
+  shared memory             bank conflicts per request (0 ideal)
+  divergence                threads per executed instruction (32 ideal)
+  occupancy                 achieved active warps, as a percentage of the SM's maximum
+  DRAM                      bytes read and written, against what the task must move
+  register spills           bytes of local memory loaded and stored (0 ideal)
+
+This module runs ncu on the grader's program in a process of its own (ncu and the grader's CUPTI
+tracer cannot share one, ../shared/PLATFORM.md), reads its CSV, and describes each kernel's
+counters. It names no cause: a diagnosis is a claim, and claims wait for thresholds measured on a
+GPU with a broken variant for each (grader/README.md, "Hints: claims backed by evidence").
+
+Where ncu is missing, or the counters are restricted to administrators (ERR_NVGPUCTRPERM, the
+default on many course servers), `failure` says so in one line, with what an administrator does.
+
+ncu's CSV (`ncu --csv --metrics a,b,...`) has one row per kernel launch and metric; the columns
+differ between versions ("Kernel Time", "Block Size", "Grid Size", rule columns), so it is read
+by the names of the columns it needs. Values may carry thousands separators ("1,048,576") and
+"n/a" for a metric a kernel has no value for. Lines before the header ("==PROF== ...", the
+program's own output) are passed over.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import re
+from typing import Dict, List, NamedTuple, Optional, Sequence
+
+# What ncu reads (sm_70 and later). The first four were checked on an H100 (PLATFORM.md).
+GLOBAL_LOAD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+GLOBAL_LOAD_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+GLOBAL_STORE_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
+GLOBAL_STORE_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
+SHARED_LOAD_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+SHARED_STORE_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+SHARED_LOAD_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_shared_op_ld.sum"
+SHARED_STORE_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_shared_op_st.sum"
+THREADS_PER_INSTRUCTION = "smsp__thread_inst_executed_per_inst_executed.ratio"
+ACTIVE_WARPS_PCT = "sm__warps_active.avg.pct_of_peak_sustained_active"
+DRAM_READ_BYTES = "dram__bytes_read.sum"
+DRAM_WRITE_BYTES = "dram__bytes_write.sum"
+LOCAL_LOAD_BYTES = "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum"
+LOCAL_STORE_BYTES = "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"
+METRICS = (GLOBAL_LOAD_SECTORS, GLOBAL_LOAD_REQUESTS, GLOBAL_STORE_SECTORS, GLOBAL_STORE_REQUESTS,
+           SHARED_LOAD_CONFLICTS, SHARED_STORE_CONFLICTS, SHARED_LOAD_REQUESTS, SHARED_STORE_REQUESTS,
+           THREADS_PER_INSTRUCTION, ACTIVE_WARPS_PCT, DRAM_READ_BYTES, DRAM_WRITE_BYTES, LOCAL_LOAD_BYTES,
+           LOCAL_STORE_BYTES)
+
+PERMISSION_ERROR = "ERR_NVGPUCTRPERM"
+PERMISSION_HELP = ("the GPU's performance counters are restricted to administrators on this machine "
+                   f"({PERMISSION_ERROR}). An administrator allows them with the line "
+                   "'options nvidia NVreg_RestrictProfilingToAdminUsers=0' in a file in /etc/modprobe.d/ and a "
+                   "reboot (https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+
+
+class Kernel(NamedTuple):
+    """One profiled launch: its name, launch shape as ncu printed it, and its counters
+    (None where ncu printed n/a)."""
+    launch: str
+    name: str
+    block: str
+    grid: str
+    values: Dict[str, Optional[float]]
+
+    def value(self, metric: str) -> Optional[float]:
+        return self.values.get(metric)
+
+    def ratio(self, numerator: str, denominator: str) -> Optional[float]:
+        top, bottom = self.value(numerator), self.value(denominator)
+        return None if top is None or not bottom else top / bottom
+
+
+class CountersError(Exception):
+    """ncu's output could not be read; the message says what was wrong."""
+
+
+def _number(text: str) -> Optional[float]:
+    text = text.strip().replace(",", "")
+    if text in ("", "n/a", "N/A"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse(text: str) -> List[Kernel]:
+    """The launches in ncu's CSV, in the order ncu printed them, each with its counters."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
+    if start is None:
+        raise CountersError("ncu printed no CSV table (no line starting with \"ID\")")
+    reader = csv.DictReader(io.StringIO("\n".join(lines[start:])))
+    needed = ("ID", "Kernel Name", "Metric Name", "Metric Value")
+    missing = [c for c in needed if c not in (reader.fieldnames or [])]
+    if missing:
+        raise CountersError(f"ncu's CSV has no column {', '.join(missing)}")
+    kernels: Dict[str, Kernel] = {}
+    for row in reader:
+        if row.get("ID") is None or row.get("Metric Name") is None:
+            continue  # a line after the table (ncu's own notes)
+        launch = row["ID"]
+        if launch not in kernels:
+            kernels[launch] = Kernel(launch, row["Kernel Name"], row.get("Block Size") or "",
+                                     row.get("Grid Size") or "", {})
+        kernels[launch].values[row["Metric Name"]] = _number(row["Metric Value"] or "")
+    return list(kernels.values())
+
+
+def failure(output: str, returncode: int) -> Optional[str]:
+    """Why ncu gave no counters, in one line (None when it gave some): the restriction to
+    administrators, a metric this ncu does not know, or its own first error line."""
+    if PERMISSION_ERROR in output:
+        return "No counters: " + PERMISSION_HELP + "."
+    unknown = re.search(r"Failed to find metric (\S+)", output)
+    if unknown:
+        return f"No counters: this ncu does not know the metric {unknown.group(1)} on this GPU."
+    if returncode == 0 and '"ID",' in output:
+        return None
+    errors = [line.strip() for line in output.splitlines() if "==ERROR==" in line]
+    if errors:
+        return "No counters: ncu said: " + errors[0].replace("==ERROR==", "").strip()
+    if returncode == 0:
+        return "No counters: ncu profiled no kernel of the timed call."
+    return f"No counters: ncu exited with status {returncode}."
+
+
+def _per(value: Optional[float], unit: str, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f} {unit}"
+
+
+def describe(kernel: Kernel, least_bytes: Optional[float] = None) -> List[str]:
+    """The kernel's counters, each beside its ideal, one line each; counters ncu did not give
+    are left out. `least_bytes` is what the task must move to and from DRAM, when known."""
+    lines = []
+    for what, sectors, requests in (("global loads", GLOBAL_LOAD_SECTORS, GLOBAL_LOAD_REQUESTS),
+                                    ("global stores", GLOBAL_STORE_SECTORS, GLOBAL_STORE_REQUESTS)):
+        per_request = kernel.ratio(sectors, requests)
+        if per_request is not None:
+            lines.append(f"{what}: {per_request:.1f} sectors of 32 bytes per warp request (a warp's 4-byte accesses "
+                         "to consecutive addresses take 4, to 32 far-apart addresses 32)")
+    for what, conflicts, requests in (("shared loads", SHARED_LOAD_CONFLICTS, SHARED_LOAD_REQUESTS),
+                                      ("shared stores", SHARED_STORE_CONFLICTS, SHARED_STORE_REQUESTS)):
+        per_request = kernel.ratio(conflicts, requests)
+        if per_request is not None:
+            lines.append(f"{what}: {per_request:.2f} bank conflicts per warp request (0 without conflicts)")
+    threads = kernel.value(THREADS_PER_INSTRUCTION)
+    if threads is not None:
+        lines.append(f"threads per executed instruction: {threads:.1f} (32 when no warp diverges)")
+    warps = kernel.value(ACTIVE_WARPS_PCT)
+    if warps is not None:
+        lines.append(f"achieved occupancy: {warps:.0f}% of the warps an SM can hold were active")
+    read, written = kernel.value(DRAM_READ_BYTES), kernel.value(DRAM_WRITE_BYTES)
+    if read is not None and written is not None:
+        moved = read + written
+        line = f"DRAM: {moved / 1e6:.1f} MB read and written"
+        if least_bytes:
+            line += f" ({moved / least_bytes:.2f} x the {least_bytes / 1e6:.1f} MB the task must move)"
+        lines.append(line)
+    local = [kernel.value(m) for m in (LOCAL_LOAD_BYTES, LOCAL_STORE_BYTES)]
+    if all(v is not None for v in local):
+        lines.append(f"local memory (register spills): {_per(sum(local) / 1e6, 'MB')} loaded and stored "
+                     "(0 when nothing spills)")
+    return lines
+
+
+def command(ncu: str, program: Sequence[str], kernels: int = 4) -> List[str]:
+    """The ncu command that profiles the first `kernels` launches inside the program's profiled
+    range (cudaProfilerStart/Stop), with METRICS, as CSV."""
+    return [ncu, "--csv", "--profile-from-start", "off", "--launch-count", str(kernels), "--metrics",
+            ",".join(METRICS), *program]

@@ -1,0 +1,114 @@
+"""grader/driver/counters.py: ncu's CSV read as its versions print it, why it gave no counters, and
+the counters described beside their ideals. Host-only: the CSV here is written as ncu writes it."""
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from driver import counters  # noqa: E402
+from driver.counters import CountersError  # noqa: E402
+
+# ncu 2025 prints the launch's block and grid; older ones print "Kernel Time" instead.
+HEADER_2025 = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+               '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+HEADER_OLD = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream",'
+              '"Section Name","Metric Name","Metric Unit","Metric Value"')
+
+
+def rows_2025(launch, kernel, values):
+    return [f'"{launch}","4242","grade_01","host","{kernel}","1","13","(256, 1, 1)","(65536, 1, 1)","0","9.0",'
+            f'"Command line profiler metrics","{metric}","",{value}' for metric, value in values.items()]
+
+
+UNCOALESCED = {
+    counters.GLOBAL_LOAD_SECTORS: '"16,777,216"', counters.GLOBAL_LOAD_REQUESTS: '"524,288"',
+    counters.GLOBAL_STORE_SECTORS: '"2,097,152"', counters.GLOBAL_STORE_REQUESTS: '"524,288"',
+    counters.SHARED_LOAD_CONFLICTS: '"0"', counters.SHARED_LOAD_REQUESTS: '"0"',
+    counters.SHARED_STORE_CONFLICTS: '"31,744"', counters.SHARED_STORE_REQUESTS: '"1,024"',
+    counters.THREADS_PER_INSTRUCTION: '"32"', counters.ACTIVE_WARPS_PCT: '"87.41"',
+    counters.DRAM_READ_BYTES: '"536,870,912"', counters.DRAM_WRITE_BYTES: '"67,108,864"',
+    counters.LOCAL_LOAD_BYTES: '"0"', counters.LOCAL_STORE_BYTES: '"0"',
+}
+
+
+class ParseTest(unittest.TestCase):
+    def test_launches_in_order_with_their_counters_past_the_program_output(self):
+        text = "\n".join(["==PROF== Connected to process 4242 (grade_01)", "Randomness seeded to: 7",
+                          "==PROF== Profiling \"vector_add\" - 0: 0%....50%....100% - 9 passes", HEADER_2025]
+                         + rows_2025(0, "vector_add(const float *, const float *, float *, int)", UNCOALESCED)
+                         + rows_2025(1, "fill(float *, int)", {counters.DRAM_WRITE_BYTES: '"4,096"'})
+                         + ["==PROF== Disconnected from process 4242"])
+        first, second = counters.parse(text)
+        self.assertEqual((first.launch, first.block, first.grid), ("0", "(256, 1, 1)", "(65536, 1, 1)"))
+        self.assertTrue(first.name.startswith("vector_add("))
+        self.assertEqual(first.value(counters.GLOBAL_LOAD_SECTORS), 16777216.0)
+        self.assertEqual(first.ratio(counters.GLOBAL_LOAD_SECTORS, counters.GLOBAL_LOAD_REQUESTS), 32.0)
+        self.assertEqual(second.values, {counters.DRAM_WRITE_BYTES: 4096.0})
+
+    def test_an_older_header_and_values_ncu_could_not_give(self):
+        text = "\n".join([HEADER_OLD, '"3","1","p","h","k","1/1/2024","1","7","S","'
+                          + counters.THREADS_PER_INSTRUCTION + '","","n/a"',
+                          '"3","1","p","h","k","1/1/2024","1","7","S","' + counters.ACTIVE_WARPS_PCT + '","%","50.5"'])
+        [kernel] = counters.parse(text)
+        self.assertIsNone(kernel.value(counters.THREADS_PER_INSTRUCTION))
+        self.assertEqual(kernel.value(counters.ACTIVE_WARPS_PCT), 50.5)
+        self.assertEqual((kernel.block, kernel.grid), ("", ""))
+        self.assertIsNone(kernel.ratio(counters.GLOBAL_LOAD_SECTORS, counters.GLOBAL_LOAD_REQUESTS))
+
+    def test_output_without_a_table_or_its_columns_is_an_error(self):
+        with self.assertRaisesRegex(CountersError, "no CSV table"):
+            counters.parse("==PROF== Connected\nhello\n")
+        with self.assertRaisesRegex(CountersError, "no column Metric Value"):
+            counters.parse('"ID","Kernel Name","Metric Name"\n"0","k","m"\n')
+
+
+class FailureTest(unittest.TestCase):
+    def test_counters_restricted_to_administrators_say_what_an_administrator_does(self):
+        output = ("==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM - The user does not have permission "
+                  "to access NVIDIA GPU Performance Counters on the target device 0.\n")
+        why = counters.failure(output, 1)
+        self.assertIn("restricted to administrators", why)
+        self.assertIn("NVreg_RestrictProfilingToAdminUsers=0", why)
+        self.assertEqual(why.count("\n"), 0, "one line")
+
+    def test_an_unknown_metric_an_error_line_no_kernel_and_a_bare_exit_status(self):
+        self.assertIn("does not know the metric sm__bogus.sum",
+                      counters.failure("==ERROR== Failed to find metric sm__bogus.sum\n", 1))
+        self.assertEqual(counters.failure("==ERROR== The application returned an error code (11).\n", 11),
+                         "No counters: ncu said: The application returned an error code (11).")
+        self.assertEqual(counters.failure("==PROF== Disconnected\n", 0),
+                         "No counters: ncu profiled no kernel of the timed call.")
+        self.assertEqual(counters.failure("", 9), "No counters: ncu exited with status 9.")
+        self.assertIsNone(counters.failure(HEADER_2025 + "\n", 0))
+
+
+class DescribeTest(unittest.TestCase):
+    def test_each_counter_beside_its_ideal(self):
+        [kernel] = counters.parse("\n".join([HEADER_2025] + rows_2025(0, "k", UNCOALESCED)))
+        text = "\n".join(counters.describe(kernel, least_bytes=3 * 4 * (1 << 24)))
+        self.assertIn("global loads: 32.0 sectors of 32 bytes per warp request", text)
+        self.assertIn("global stores: 4.0 sectors", text)
+        self.assertIn("shared stores: 31.00 bank conflicts per warp request (0 without conflicts)", text)
+        self.assertNotIn("shared loads", text)  # no shared loads: nothing to say of them
+        self.assertIn("threads per executed instruction: 32.0 (32 when no warp diverges)", text)
+        self.assertIn("achieved occupancy: 87% of the warps", text)
+        self.assertIn("DRAM: 604.0 MB read and written (3.00 x the 201.3 MB the task must move)", text)
+        self.assertIn("local memory (register spills): 0.0 MB loaded and stored", text)
+
+    def test_counters_ncu_did_not_give_are_left_out(self):
+        kernel = counters.Kernel("0", "k", "", "", {counters.ACTIVE_WARPS_PCT: None,
+                                                    counters.THREADS_PER_INSTRUCTION: 20.0})
+        self.assertEqual(counters.describe(kernel), ["threads per executed instruction: 20.0 (32 when no warp diverges)"])
+
+
+class CommandTest(unittest.TestCase):
+    def test_the_profiled_range_only_every_metric_as_csv(self):
+        cmd = counters.command("/usr/local/cuda/bin/ncu", ["./grade_01", "Task 1: perf"], kernels=2)
+        self.assertEqual(cmd[:6], ["/usr/local/cuda/bin/ncu", "--csv", "--profile-from-start", "off", "--launch-count",
+                                   "2"])
+        self.assertEqual(cmd[7].split(","), list(counters.METRICS))
+        self.assertEqual(cmd[-2:], ["./grade_01", "Task 1: perf"])
+
+
+if __name__ == "__main__":
+    unittest.main()
