@@ -12,9 +12,11 @@ causes of a slow kernel apart, each beside its ideal (issue 23, part 1):
   DRAM                      bytes read and written, against what the task must move
   register spills           bytes of local memory loaded and stored (0 ideal)
 
-This module runs ncu on the grader's program in a process of its own (ncu and the grader's CUPTI
-tracer cannot share one, ../shared/PLATFORM.md), reads its CSV, and describes each kernel's
-counters. It names no cause: a diagnosis is a claim, and claims wait for thresholds measured on a
+ncu runs the grader's program on the timed test in a process of its own (ncu and the grader's
+CUPTI tracer cannot share one, ../shared/PLATFORM.md), with WORKBOOK_PROFILE set: then
+workbook::measure runs the student's work (MeasureOptions::profiled, not the yardstick's) once
+more inside cudaProfilerStart/Stop, the only range ncu profiles (`command`). This module reads
+ncu's CSV and describes each kernel's counters. It names no cause: a diagnosis is a claim, and claims wait for thresholds measured on a
 GPU with a broken variant for each (grader/README.md, "Hints: claims backed by evidence").
 
 Where ncu is missing, or the counters are restricted to administrators (ERR_NVGPUCTRPERM, the
@@ -53,6 +55,7 @@ METRICS = (GLOBAL_LOAD_SECTORS, GLOBAL_LOAD_REQUESTS, GLOBAL_STORE_SECTORS, GLOB
            THREADS_PER_INSTRUCTION, ACTIVE_WARPS_PCT, DRAM_READ_BYTES, DRAM_WRITE_BYTES, LOCAL_LOAD_BYTES,
            LOCAL_STORE_BYTES)
 
+PROFILE_ENV = {"WORKBOOK_PROFILE": "1"}  # workbook::profiling_requested() (common/include/workbook/timer.hpp)
 PERMISSION_ERROR = "ERR_NVGPUCTRPERM"
 PERMISSION_HELP = ("the GPU's performance counters are restricted to administrators on this machine "
                    f"({PERMISSION_ERROR}). An administrator allows them with the line "
@@ -173,6 +176,7 @@ def describe(kernel: Kernel, least_bytes: Optional[float] = None) -> List[str]:
 
 def command(ncu: str, program: Sequence[str], kernels: int = 4) -> List[str]:
     """The ncu command that profiles the first `kernels` launches inside the program's profiled
-    range (cudaProfilerStart/Stop), with METRICS, as CSV."""
+    range (cudaProfilerStart/Stop), with METRICS, as CSV. Run it with PROFILE_ENV in the
+    environment, or the program opens no range and nothing is profiled."""
     return [ncu, "--csv", "--profile-from-start", "off", "--launch-count", str(kernels), "--metrics",
             ",".join(METRICS), *program]
