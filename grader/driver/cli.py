@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import build, gpu_processes, progress, races, sanitizer, skeleton
+from . import build, counters, gpu_processes, progress, races, sanitizer, skeleton
 from .file_lock import LockError
 from .gpu_lock import GpuLock
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
@@ -26,12 +26,13 @@ from .reports import format_scoreboard, write_reports
 from .runner import PhaseResult, exit_on_sigterm, run_phase, side_by_side
 from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
                       COMPILE_ERROR, MISSING, SKIPPED, STATUS_LABELS, ComponentResult, GradeRun, LessonResult,
-                      SanitizerRun, TaskResult, ToolOutcome, confirm_correctness, judge_correctness,
+                      SanitizerRun, TaskResult, ToolOutcome, confirm_correctness, fell_short, judge_correctness,
                       judge_performance, lesson_not_gradable, near_threshold, note_other_processes,
                       sanitizer_outcome)
 
 EXIT_OK, EXIT_NOT_ALL_PASSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD, EXIT_NO_GPU_NOR_COMPILE = 0, 1, 2, 3, 4, 5
 SANITIZER_SLOWDOWN = 10  # compute-sanitizer slows kernels and API calls this much, give or take
+PROFILE_SLOWDOWN = 4  # a timed test under ncu: the profiled kernels replayed once per pass, the rest unchanged
 # The check of a pass under compute-sanitizer gets CHECK_START_S plus CHECK_SLOWDOWN times what the
 # same tests took without it (Grader._check_limit). It runs the small sizes only, so this is generous;
 # a check that runs out of time leaves the pass standing, unconfirmed.
@@ -80,6 +81,9 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
                              "the results right then passes")
     parser.add_argument("--no-timing", action="store_true",
                         help="grade correctness only: performance is not timed (and scores nothing)")
+    parser.add_argument("--no-counters", action="store_true",
+                        help="do not profile a kernel that fell short of its threshold (Nsight Compute's counters "
+                             "beside the verdict)")
     parser.add_argument("--timeout", type=float, help="seconds each task may run (default: the lesson's)")
     parser.add_argument("--build-dir", default=str(root / "build" / "grade"), help="CMake build directory")
     parser.add_argument("--no-build", action="store_true", help="use the programs already built in --build-dir")
@@ -169,6 +173,9 @@ class Grader:
         self._line = ""  # the progress line of the task being graded, so far
         self.sanitizer, why = sanitizer.find_sanitizer(index)
         self.no_sanitizer_why = why  # "" when there is one
+        # Nsight Compute, for the counters of a timed task that fell short (counters.py).
+        self.ncu, self.no_ncu_why = counters.find_ncu(index)
+        self.profile_short = not getattr(args, "no_counters", False)
         # The check of each pass under compute-sanitizer: on unless asked off, or already the whole
         # run is under the sanitizer (--sanitize). Without compute-sanitizer it is left out, and
         # one line (self.notes, under the scoreboard's header) says so.
@@ -341,6 +348,26 @@ class Grader:
         ours = [os.getpid()] + [p.pid for p in (phase, reference) if p and p.pid]
         return phase, reference, gpu_processes.others([before, after], ours)
 
+    def _counters(self, program: str, lesson: Lesson, task, performance: ComponentResult,
+                  wall: Dict[str, float]) -> None:
+        """The hardware's counters of a timed task that fell short, below its verdict: its timed
+        test once more under Nsight Compute, alone on the GPU (counters.py). Their time is its own
+        line of the wall times ("counters")."""
+        if self.ncu is None:
+            performance.details += f"\nNo counters: {self.no_ncu_why}."
+            return
+        self._say("profiling, ")
+        metrics = performance.metrics
+        least_bytes = (metrics["gbps"] * 1e6 * metrics["median_ms"]
+                       if metrics.get("gbps") and metrics.get("median_ms") else None)
+        with self.gpu.exclusive():
+            lines, elapsed_s = counters.profile(run_phase, program, f"[{task.tag}][perf]", ncu=self.ncu,
+                                                seed=self.seed, timeout_s=self._timeout(lesson) * PROFILE_SLOWDOWN,
+                                                env=self.env, least_bytes=least_bytes)
+        wall["counters"] = wall.get("counters", 0.0) + elapsed_s
+        metrics["counters_s"] = round(elapsed_s, 2)
+        performance.details += "\n" + "\n".join(lines) + f"\n(Profiling took {elapsed_s:.0f} s.)"
+
     def grade_lesson(self, lesson: Lesson, program: str) -> LessonResult:
         started = time.monotonic()
         wall = {"correctness": 0.0, "sanitizer_check": 0.0, "performance": 0.0, "reference": 0.0}
@@ -391,6 +418,8 @@ class Grader:
                 wall["reference"] += sum(p.elapsed_s for p in timed[1::2] if p)
             performance = judge_performance(task, correctness, perf_phase, lesson.slug, reference_phase, again)
             note_other_processes(performance, others)
+            if self.profile_short and fell_short(task, performance):
+                self._counters(program, lesson, task, performance, wall)
             if perf_phase is not None and performance:
                 self._say(f"performance {STATUS_LABELS[performance.status]}")
                 self._end_line()

@@ -32,8 +32,12 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
-from typing import Dict, List, NamedTuple, Optional, Sequence
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 # What ncu reads (sm_70 and later). The first four were checked on an H100 (PLATFORM.md).
 GLOBAL_LOAD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
@@ -125,7 +129,7 @@ def failure(output: str, returncode: int) -> Optional[str]:
     unknown = re.search(r"Failed to find metric (\S+)", output)
     if unknown:
         return f"No counters: this ncu does not know the metric {unknown.group(1)} on this GPU."
-    if returncode == 0 and '"ID",' in output:
+    if '"ID",' in output:  # counters, whatever the program's own exit status
         return None
     errors = [line.strip() for line in output.splitlines() if "==ERROR==" in line]
     if errors:
@@ -174,9 +178,67 @@ def describe(kernel: Kernel, least_bytes: Optional[float] = None) -> List[str]:
     return lines
 
 
-def command(ncu: str, program: Sequence[str], kernels: int = 4) -> List[str]:
-    """The ncu command that profiles the first `kernels` launches inside the program's profiled
-    range (cudaProfilerStart/Stop), with METRICS, as CSV. Run it with PROFILE_ENV in the
-    environment, or the program opens no range and nothing is profiled."""
-    return [ncu, "--csv", "--profile-from-start", "off", "--launch-count", str(kernels), "--metrics",
-            ",".join(METRICS), *program]
+def command(ncu: str, log_file: str, kernels: int = 4) -> List[str]:
+    """The ncu command prefix that profiles the first `kernels` launches inside the program's
+    profiled range (cudaProfilerStart/Stop) with METRICS and writes its CSV and messages to
+    `log_file`. Run it with PROFILE_ENV in the environment, or the program opens no range and
+    nothing is profiled."""
+    return [ncu, "--csv", "--log-file", log_file, "--profile-from-start", "off", "--launch-count", str(kernels),
+            "--metrics", ",".join(METRICS)]
+
+
+def find_ncu(index: dict) -> Tuple[Optional[str], str]:
+    """Nsight Compute's command line, and ""; or None and why there is none. It sits beside
+    compute-sanitizer in the toolkit the build used (the build index records that one), or on PATH."""
+    recorded = str(index.get("compute_sanitizer") or "")
+    if recorded:
+        beside = os.path.join(os.path.dirname(recorded), "ncu")
+        if os.path.isfile(beside) and os.access(beside, os.X_OK):
+            return beside, ""
+    found = shutil.which("ncu")
+    if found:
+        return found, ""
+    return None, "no Nsight Compute (ncu) beside the toolkit's compute-sanitizer or on PATH"
+
+
+def short_name(kernel: str) -> str:
+    """A kernel's name without its parameter list: 'vector_add(const float *, ...)' -> 'vector_add'."""
+    return kernel.split("(", 1)[0].strip() or kernel
+
+
+def report(kernels: Sequence[Kernel], least_bytes: Optional[float] = None) -> List[str]:
+    """The lines a verdict shows: each kernel the timed call launched (its first launch), with its
+    counters beside their ideals."""
+    lines = ["Counters of the timed call (Nsight Compute), each beside its ideal; they describe, the "
+             "grader names no cause from them yet:"]
+    seen = set()
+    for kernel in kernels:
+        if kernel.name in seen:
+            continue
+        seen.add(kernel.name)
+        shape = f" <<<{kernel.grid}, {kernel.block}>>>" if kernel.grid and kernel.block else ""
+        lines.append(f"  {short_name(kernel.name)}{shape}:")
+        lines += [f"    - {line}" for line in describe(kernel, least_bytes)] or ["    - (no counters)"]
+    return lines
+
+
+def profile(run_phase: Callable, program: str, spec: str, *, ncu: str, seed: int, timeout_s: float,
+            env: Dict[str, str], least_bytes: Optional[float] = None) -> Tuple[List[str], float]:
+    """Runs `program spec` (a task's timed test) under ncu and returns what the verdict shows
+    (report(), or the one line of failure()) and how long it took."""
+    with tempfile.TemporaryDirectory(prefix="workbook-counters-") as tmp:
+        log = Path(tmp) / "ncu.csv"
+        phase = run_phase(program, spec, seed=seed, timeout_s=timeout_s, env={**env, **PROFILE_ENV},
+                          wrapper=command(ncu, str(log)))
+        text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    if phase.timed_out:
+        return [f"No counters: profiling did not end within {timeout_s:.0f} s."], phase.elapsed_s
+    why = failure(text + "\n" + phase.output_tail, phase.returncode or 0)
+    if why:
+        return [why], phase.elapsed_s
+    try:
+        kernels = parse(text)
+    except CountersError as e:
+        return [f"No counters: {e}."], phase.elapsed_s
+    return (report(kernels, least_bytes) if kernels else ["No counters: ncu profiled no kernel of the timed call."],
+            phase.elapsed_s)

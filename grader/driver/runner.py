@@ -232,13 +232,16 @@ def side_by_side(calls: Sequence[Callable[[], T]], workers: int) -> List[T]:
 
 
 def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env: Dict[str, str],
-              sanitizer: Optional[Sequence[str]] = None, sanitizer_tool: Optional[str] = None) -> PhaseResult:
+              sanitizer: Optional[Sequence[str]] = None, sanitizer_tool: Optional[str] = None,
+              wrapper: Optional[Sequence[str]] = None) -> PhaseResult:
     """Runs `program test_spec` (a Catch2 test spec such as "[task_1]~[perf]") and collects
-    its records. `sanitizer` is the compute-sanitizer command prefix, if any."""
+    its records. `sanitizer` is the compute-sanitizer command prefix, if any; `wrapper` another
+    tool's (Nsight Compute's, counters.py), whose output is not read as the sanitizer's."""
     result = PhaseResult(timeout_s=timeout_s, sanitizer_tool=sanitizer_tool)
     with tempfile.TemporaryDirectory(prefix="workbook-grade-") as tmp:
         report = os.path.join(tmp, "report.jsonl")
-        command = list(sanitizer or []) + [program, test_spec, "--rng-seed", str(seed), "--reporter", "compact"]
+        command = list(sanitizer or wrapper or []) + [program, test_spec, "--rng-seed", str(seed), "--reporter",
+                                                      "compact"]
         # This run's key goes through a pipe the program reads at start-up, not the environment:
         # 32 random bytes as 64 hex digits (report_record.hpp, kReportKeyChars).
         key = secrets.token_hex(32)

@@ -683,6 +683,13 @@ def judge_performance(task: Task, correctness: ComponentResult, phase: Optional[
                            details, metrics)
 
 
+def fell_short(task: Task, performance: Optional[ComponentResult]) -> bool:
+    """Whether a timed task was measured and came out below its threshold (not one that could not
+    be measured, or was not timed): the case the hardware's counters are read for (counters.py)."""
+    return (performance is not None and performance.status == FAILED and task.perf_metric is not None
+            and task.perf_metric in performance.metrics)
+
+
 def _short_name(name: str) -> str:
     name = os.path.basename(name)  # nvidia-smi gives the full path of the program
     return name if len(name) <= 16 else name[:13] + "..."

@@ -1,8 +1,11 @@
 """grader/driver/counters.py: ncu's CSV read as its versions print it, why it gave no counters, and
 the counters described beside their ideals. Host-only: the CSV here is written as ncu writes it."""
 import sys
+import tempfile
 import unittest
 from pathlib import Path
+from types import SimpleNamespace
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from driver import counters  # noqa: E402
@@ -80,6 +83,7 @@ class FailureTest(unittest.TestCase):
                          "No counters: ncu profiled no kernel of the timed call.")
         self.assertEqual(counters.failure("", 9), "No counters: ncu exited with status 9.")
         self.assertIsNone(counters.failure(HEADER_2025 + "\n", 0))
+        self.assertIsNone(counters.failure(HEADER_2025 + "\n", 1), "a test that failed still gave its counters")
 
 
 class DescribeTest(unittest.TestCase):
@@ -102,12 +106,64 @@ class DescribeTest(unittest.TestCase):
 
 
 class CommandTest(unittest.TestCase):
-    def test_the_profiled_range_only_every_metric_as_csv(self):
-        cmd = counters.command("/usr/local/cuda/bin/ncu", ["./grade_01", "Task 1: perf"], kernels=2)
-        self.assertEqual(cmd[:6], ["/usr/local/cuda/bin/ncu", "--csv", "--profile-from-start", "off", "--launch-count",
-                                   "2"])
-        self.assertEqual(cmd[7].split(","), list(counters.METRICS))
-        self.assertEqual(cmd[-2:], ["./grade_01", "Task 1: perf"])
+    def test_the_profiled_range_only_every_metric_as_csv_into_the_log(self):
+        cmd = counters.command("/usr/local/cuda/bin/ncu", "/tmp/x/ncu.csv", kernels=2)
+        self.assertEqual(cmd[:8], ["/usr/local/cuda/bin/ncu", "--csv", "--log-file", "/tmp/x/ncu.csv",
+                                   "--profile-from-start", "off", "--launch-count", "2"])
+        self.assertEqual(cmd[8:], ["--metrics", ",".join(counters.METRICS)])
+
+    def test_ncu_beside_the_toolkits_sanitizer_then_on_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            bin_dir = Path(d) / "bin"
+            bin_dir.mkdir()
+            for name in ("compute-sanitizer", "ncu"):
+                (bin_dir / name).write_text("#!/bin/sh\n")
+                (bin_dir / name).chmod(0o755)
+            index = {"compute_sanitizer": str(bin_dir / "compute-sanitizer")}
+            self.assertEqual(counters.find_ncu(index), (str(bin_dir / "ncu"), ""))
+            with mock.patch.object(counters.shutil, "which", return_value=None):
+                (bin_dir / "ncu").unlink()
+                found, why = counters.find_ncu(index)
+            self.assertIsNone(found)
+            self.assertIn("no Nsight Compute (ncu)", why)
+
+
+class ProfileTest(unittest.TestCase):
+    """counters.profile with a stand-in for runner.run_phase that plays ncu: it writes the log."""
+
+    def profile(self, log_text, returncode=0, timed_out=False, output=""):
+        calls = []
+
+        def run_phase(program, spec, **kwargs):
+            calls.append((program, spec, kwargs))
+            wrapper = kwargs["wrapper"]
+            if log_text is not None:
+                Path(wrapper[wrapper.index("--log-file") + 1]).write_text(log_text)
+            return SimpleNamespace(timed_out=timed_out, elapsed_s=3.5, returncode=returncode, output_tail=output)
+
+        lines, elapsed = counters.profile(run_phase, "grade_01__alice", "[task_1][perf]", ncu="ncu", seed=7,
+                                          timeout_s=60, env={"A": "1"}, least_bytes=3 * 4 * (1 << 24))
+        return lines, elapsed, calls
+
+    def test_the_timed_test_under_ncu_in_the_profiling_environment(self):
+        log = "\n".join(["==PROF== Connected", HEADER_2025] + rows_2025(0, "vector_add(const float *, int)", UNCOALESCED)
+                        + rows_2025(1, "vector_add(const float *, int)", UNCOALESCED))
+        lines, elapsed, [(program, spec, kwargs)] = self.profile(log)
+        self.assertEqual((program, spec, kwargs["seed"], elapsed), ("grade_01__alice", "[task_1][perf]", 7, 3.5))
+        self.assertEqual(kwargs["env"], {"A": "1", "WORKBOOK_PROFILE": "1"})
+        self.assertEqual(kwargs["wrapper"][0], "ncu")
+        self.assertIn("the grader names no cause from them yet", lines[0])
+        self.assertEqual(lines[1], "  vector_add <<<(65536, 1, 1), (256, 1, 1)>>>:")  # each kernel once
+        self.assertEqual(sum(line.startswith("  vector_add") for line in lines), 1)
+        self.assertIn("    - global loads: 32.0 sectors", "\n".join(lines))
+
+    def test_each_way_to_get_no_counters_is_one_line(self):
+        self.assertEqual(self.profile(None, timed_out=True)[0], ["No counters: profiling did not end within 60 s."])
+        self.assertIn("restricted to administrators",
+                      self.profile("==ERROR== ERR_NVGPUCTRPERM - no permission\n", returncode=1)[0][0])
+        self.assertEqual(self.profile(None, returncode=0)[0], ["No counters: ncu profiled no kernel of the timed call."])
+        self.assertEqual(self.profile('"ID","Kernel Name"\n', returncode=0)[0],
+                         ["No counters: ncu's CSV has no column Metric Name, Metric Value."])
 
 
 if __name__ == "__main__":

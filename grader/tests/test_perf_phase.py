@@ -12,7 +12,7 @@ from pathlib import Path
 from unittest import mock
 
 from helpers import lesson, phase
-from driver import cli, gpu_lock, gpu_processes, scoring
+from driver import cli, counters, gpu_lock, gpu_processes, scoring
 from driver.reports import format_scoreboard, gradescope_results
 from driver.scoring import judge_performance, near_threshold, note_other_processes
 
@@ -52,6 +52,15 @@ class FakeNvidiaSmi:
     def __exit__(self, *exc):
         self.env.stop()
         self.tmp.cleanup()
+
+
+NCU_LOG = "\n".join([
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+    '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"',
+    f'"0","1","grade","h","vector_add(const float *)","1","7","(256, 1, 1)","(4096, 1, 1)","0","9.0","S",'
+    f'"{counters.GLOBAL_LOAD_SECTORS}","sector","131,072"',
+    f'"0","1","grade","h","vector_add(const float *)","1","7","(256, 1, 1)","(4096, 1, 1)","0","9.0","S",'
+    f'"{counters.GLOBAL_LOAD_REQUESTS}","request","4,096"'])
 
 
 class OtherProcessesTest(unittest.TestCase):
@@ -162,16 +171,23 @@ class GraderPerformanceTest(unittest.TestCase):
         self.env.stop()
         self.tmp.cleanup()
 
-    def grade(self, *values, the_lesson=None):
-        """Grades helpers' lesson 01 with the student's performance phase giving `values` in turn."""
+    def grade(self, *values, the_lesson=None, ncu=(None, "no ncu in this test"), no_counters=False):
+        """Grades helpers' lesson 01 with the student's performance phase giving `values` in turn;
+        `ncu` is what counters.find_ncu finds, and a run under it writes NCU_LOG."""
         values = list(values)
         the_lesson = the_lesson or lesson()
-        grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None, no_sanitizer_check=True), {},
-                            {"01_vector_add": "reference"},
-                            {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0}, seed=1, tree="alice_1a2b3c4d")
+        with mock.patch.object(counters, "find_ncu", return_value=ncu):
+            grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None, no_sanitizer_check=True,
+                                          no_counters=no_counters), {}, {"01_vector_add": "reference"},
+                                {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0}, seed=1, tree="alice_1a2b3c4d")
 
-        def run_phase(program, spec, **_):
-            self.runs.append((program, spec, grader.gpu.held))
+        def run_phase(program, spec, **kwargs):
+            wrapper = kwargs.get("wrapper")
+            self.runs.append((wrapper[0] if wrapper else program, spec, grader.gpu.held))
+            if wrapper:
+                self.profiled_env = kwargs["env"]
+                Path(wrapper[wrapper.index("--log-file") + 1]).write_text(NCU_LOG)
+                return phase(("passed", [], {}))
             if "~[perf]" in spec:
                 return phase(("passed", [], {}))
             result = perf(1.0) if program == "reference" else perf(values.pop(0))
@@ -209,6 +225,31 @@ class GraderPerformanceTest(unittest.TestCase):
             self.runs = []
             self.assertEqual(self.grade(value).status, status)
             self.assertEqual(len(self.timed()), 2)
+
+    def test_a_figure_below_the_threshold_gets_the_counters_of_its_timed_test_alone_on_the_gpu(self):
+        performance = self.grade(0.40, ncu=("/cuda/bin/ncu", ""))
+        self.assertEqual([(program, held) for program, spec, held in self.runs if spec == "[task_1][perf]"],
+                         [("student", "EX"), ("reference", "EX"), ("/cuda/bin/ncu", "EX")])
+        self.assertEqual(self.profiled_env["WORKBOOK_PROFILE"], "1")
+        self.assertEqual(performance.status, scoring.FAILED)
+        self.assertIn("Things to check", performance.details)  # the counters name no cause yet
+        self.assertIn("Counters of the timed call (Nsight Compute)", performance.details)
+        self.assertIn("  vector_add <<<(4096, 1, 1), (256, 1, 1)>>>:\n    - global loads: 32.0 sectors", performance.details)
+        self.assertIn("counters_s", performance.metrics)
+        self.assertIn("profiling, ", self.output)
+
+    def test_a_pass_a_figure_not_measured_and_no_counters_are_not_profiled(self):
+        self.grade(0.80, ncu=("/cuda/bin/ncu", ""))
+        self.assertNotIn("/cuda/bin/ncu", [program for program, _, _ in self.runs])
+        self.runs = []
+        performance = self.grade(0.40, ncu=("/cuda/bin/ncu", ""), no_counters=True)
+        self.assertNotIn("/cuda/bin/ncu", [program for program, _, _ in self.runs])
+        self.assertNotIn("Counters", performance.details)
+
+    def test_without_ncu_the_verdict_says_so_in_one_line(self):
+        performance = self.grade(0.40)
+        self.assertIn("\nNo counters: no ncu in this test.", performance.details)
+        self.assertEqual(len(self.timed()), 2)
 
     def test_other_processes_on_the_gpu_are_named_but_not_ours(self):
         with FakeNvidiaSmi() as smi:
