@@ -168,6 +168,18 @@ std::uint64_t last_copy_end(const grader::Trace& t, grader::CopyDirection direct
   return end;
 }
 
+std::uint64_t returned_before_copies_us(const grader::Trace& t) {
+  const std::uint64_t copied_back = last_copy_end(t, grader::CopyDirection::DeviceToHost);
+  return copied_back > t.returned_ns ? (copied_back - t.returned_ns) / 1000 : 0;
+}
+
+std::string returns_early_hint(const std::string& who, std::uint64_t us) {
+  return grader::hint(HintId::returns_early,
+                      who + " returned " + std::to_string(us) + " us before its last copy to host_out ended, so a "
+                      "caller that reads host_out at once reads it half-written. Before returning, wait for each of "
+                      "your streams (cudaStreamSynchronize).");
+}
+
 // ============================ Task 1: process ============================
 
 std::string shape_text(const Shape& s) {
@@ -213,27 +225,19 @@ std::string process_errors(Pipeline& p, const std::string& facts) {
   p.out.poison();
   const auto trace = grader::trace([&] { p.run(); });
   if (!trace) return out;
-  const auto returned_early = [](const grader::Trace& t) {
-    const std::uint64_t copied_back = last_copy_end(t, grader::CopyDirection::DeviceToHost);
-    return copied_back > t.returned_ns ? (copied_back - t.returned_ns) / 1000 : 0;
-  };
-  std::uint64_t early_us = returned_early(*trace);
+  std::uint64_t early_us = returned_before_copies_us(*trace);
   std::string where = "process", seen = seen_text(*trace);
   if (early_us == 0 && n < kReturnsEarlyProbe.n) {
     Pipeline probe(kReturnsEarlyProbe);
-    if (const auto probed = grader::trace([&] { probe.run(); }); probed && returned_early(*probed) > 0) {
-      early_us = returned_early(*probed);
+    if (const auto probed = grader::trace([&] { probe.run(); }); probed && returned_before_copies_us(*probed) > 0) {
+      early_us = returned_before_copies_us(*probed);
       where = "On " + shape_text(kReturnsEarlyProbe) + ", process";
       seen += "\nWhat the grader saw on the GPU during the call on " + shape_text(kReturnsEarlyProbe) + ":\n" +
               probed->describe();
     }
   }
   if (early_us > 0) {
-    return out + grader::hint(HintId::returns_early,
-                              where + " returned " + std::to_string(early_us) + " us before its last copy to "
-                              "host_out ended, so the caller read a half-written host_out. Before returning, wait "
-                              "for each of your streams (cudaStreamSynchronize).") +
-           seen;
+    return out + returns_early_hint(where, early_us) + seen;
   }
   return out + seen;
 }

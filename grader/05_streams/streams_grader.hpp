@@ -144,6 +144,14 @@ std::uint64_t last_gpu_end(const grader::Trace& t);
 // The latest end of a copy in \p direction.
 std::uint64_t last_copy_end(const grader::Trace& t, grader::CopyDirection direction);
 
+// How long before its last copy to the host ended the traced call returned, in microseconds; 0
+// when it returned after it.
+std::uint64_t returned_before_copies_us(const grader::Trace& t);
+
+// The returns-early hint: \p who ("process", "On n = ..., process") returned \p us microseconds
+// before its last copy to host_out ended.
+std::string returns_early_hint(const std::string& who, std::uint64_t us);
+
 // ---- Timing: lesson 05's benchmark declaration (benchmark.hpp), which ./sweep 05 uses too. ----
 
 using streams_benchmark::work_for;

@@ -112,14 +112,9 @@ TEST_CASE("Task 1: process copies asynchronously on streams of its own, and wait
   const std::string seen = seen_text(*trace);
   const std::string intro = "process on " + shape_text(shape) + " gave the right result, but ";
   // Each hint below: the right result, and the fact in its condition, seen in this trace.
-  if (const std::uint64_t copied_back = last_copy_end(*trace, grader::CopyDirection::DeviceToHost);
-      copied_back > trace->returned_ns) {
+  if (const std::uint64_t early_us = returned_before_copies_us(*trace); early_us > 0) {
     FAIL(intro << "only because the grader waited for the GPU after it returned.\n"
-         << grader::hint(HintId::returns_early,
-                         "process returned " + std::to_string((copied_back - trace->returned_ns) / 1000) +
-                         " us before its last copy to host_out ended, so a caller that reads host_out at once reads "
-                         "it half-written. Before returning, wait for each of your streams (cudaStreamSynchronize).")
-         << seen);
+         << returns_early_hint("process", early_us) << seen);
   }
   if (trace->count_calls("cudaDeviceSynchronize") > 0) {
     FAIL(intro << "it called cudaDeviceSynchronize.\n"
