@@ -59,6 +59,11 @@ bool close_enough(double got, double want, const workbook::Tolerance& tol) {
   return std::isfinite(got) && std::abs(got - want) <= tol.abs + tol.rel * std::abs(want);
 }
 
+// An element of C that is wrong: unwritten (still the poison), not finite, or off by more than \p tol.
+bool is_wrong(float got, float want, const workbook::Tolerance& tol) {
+  return workbook::is_poison(got) || !close_enough(got, want, tol);
+}
+
 MatrixErrors compare_matrix(const Shape& s, const std::vector<float>& got, const std::vector<float>& want,
                             const workbook::Tolerance& tol) {
   MatrixErrors e;
@@ -68,8 +73,8 @@ MatrixErrors compare_matrix(const Shape& s, const std::vector<float>& got, const
   for (int r = 0; r < s.M; ++r) {
     for (int c = 0; c < s.N; ++c) {
       const std::size_t i = std::size_t(r) * s.N + c;
+      if (!is_wrong(got[i], want[i], tol)) continue;
       const bool unset = workbook::is_poison(got[i]);
-      if (!unset && close_enough(got[i], want[i], tol)) continue;
       if (e.wrong < 4) {
         first << "\n  C[" << r << "][" << c << "]: expected " << workbook::format_value(want[i]) << ", got "
               << workbook::format_value(got[i], unset);
@@ -113,12 +118,12 @@ std::string edge_tile_hint(const std::string& where) {
                                                   "return, and every thread reaches every __syncthreads().");
 }
 
-// The indices of the elements of C that are wrong (unwritten, not finite, or off by more than \p tol).
+// The indices of the elements of C that are wrong (is_wrong).
 std::vector<std::size_t> wrong_elements(const std::vector<float>& got, const std::vector<float>& want,
                                         const workbook::Tolerance& tol) {
   std::vector<std::size_t> wrong;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    if (workbook::is_poison(got[i]) || !close_enough(got[i], want[i], tol)) wrong.push_back(i);
+    if (is_wrong(got[i], want[i], tol)) wrong.push_back(i);
   }
   return wrong;
 }
