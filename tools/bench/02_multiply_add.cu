@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
       for (const int block : blocks) {
         for (const std::string& mode : options.grid_modes) {
           bench::Row row{kLesson, options.implementation, "multiply_add", n, block, mode};
-          bench::announce(row);  // first: any CUDA call below may be where a crash shows
+          bench::announce(row, options);  // first: any CUDA call below may be where a crash shows
           row.grid = declared::grid_for(mode, n, block);
           row.bytes = declared::kBytesPerElement * n;
           row.flops = declared::kFlopsPerElement * n;

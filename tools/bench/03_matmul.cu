@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
         bench::Row row{kLesson, implementation, operation, static_cast<std::size_t>(n), block, mode, grid};
         row.bytes = declared::least_bytes(n, n, n);
         row.flops = declared::flops(n, n, n);
-        bench::announce(row);
+        bench::announce(row, options);
         row.stats = bench::time_measurement(
             [&](cudaStream_t s) { run(A.data(), B.data(), C.data(), n, n, n, s); }, options);
         bench::emit(row, info);

@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
         bench::Row row{kLesson, implementation, operation, n, block, mode, grid};
         row.bytes = declared::kBytesPerElement * n;
         row.flops = declared::kFlopsPerElement * n;
-        bench::announce(row);  // first: what follows may be where a crash shows
+        bench::announce(row, options);  // first: what follows may be where a crash shows
         return row;
       };
       for (const LessonFunction& f : functions) {

@@ -390,7 +390,7 @@ int main(int argc, char** argv) {
         row.bytes = bytes;
         // One FMA per step of work per element; the copies compute nothing.
         row.flops = operation.rfind("h2d", 0) == 0 || operation.rfind("d2h", 0) == 0 ? 0.0 : 2.0 * work * n;
-        bench::announce(row);  // first: what follows may be where a crash shows
+        bench::announce(row, options);  // first: what follows may be where a crash shows
         return row;
       };
       for (const std::string& operation : baselines) {
@@ -470,7 +470,7 @@ int main(int argc, char** argv) {
       marker.n = largest;
       marker.block = kTimelineStreams;
       marker.grid_mode = kPipeline;
-      bench::announce(marker);
+      bench::announce(marker, options);
       std::optional<grader::Tracer> tracer;
       try {
         tracer.emplace();

@@ -201,10 +201,13 @@ void announce_check(const std::string& operation) {
   std::fflush(stdout);  // out before the check runs: it may be the last line the program prints
 }
 
-void announce(const Row& row) {
+void announce(const Row& row, const Options& options) {
+  const std::string block_column = options.columns.size() > 6 ? options.columns[4] : "block";
+  const std::string grid_column = options.columns.size() > 6 ? options.columns[6] : "grid";
   std::string line = "# measuring " + row.operation + " n=" + std::to_string(row.n);
-  if (row.block > 0) line += " block=" + std::to_string(row.block);
+  if (row.block > 0) line += " " + block_column + "=" + std::to_string(row.block);
   if (!row.grid_mode.empty()) line += " grid=" + row.grid_mode;
+  if (row.grid > 0 && grid_column != "grid") line += " " + grid_column + "=" + std::to_string(row.grid);
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);  // out before the measurement runs: it may be the last line the program prints
 }
@@ -280,7 +283,7 @@ std::vector<Row> measure_transfers(const std::string& lesson, std::size_t n, int
     if (options.skips(row.operation)) continue;
     row.n = n;
     row.bytes = static_cast<double>(c.bytes);
-    announce(row);
+    announce(row, options);
     row.stats = workbook::time_on_device(
         [&](cudaStream_t s) { WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(c.dst, c.src, c.bytes, c.kind, s)); }, timing);
     rows.push_back(row);

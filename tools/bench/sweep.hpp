@@ -103,9 +103,10 @@ void emit(const Row& row, const RunInfo& info);
 /// Prints "# checking OPERATION" and flushes it: a correctness check of student code follows.
 void announce_check(const std::string& operation);
 
-/// Prints "# measuring OPERATION n=N block=B grid=MODE" (block and grid when set) and flushes
-/// it: the measurement of \p row follows.
-void announce(const Row& row);
+/// Prints "# measuring OPERATION n=N block=B grid=MODE" (block and grid mode when set; the
+/// block by the lesson's name for it, lesson 05's "streams=S grid=pipeline chunks=C") and
+/// flushes it: the measurement of \p row follows.
+void announce(const Row& row, const Options& options);
 
 /// A field of a CSV line: quoted (its quotes doubled) when it holds a comma, a quote or a newline.
 std::string csv_field(const std::string& text);

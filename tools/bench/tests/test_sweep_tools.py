@@ -495,7 +495,7 @@ class RunSweepTest(unittest.TestCase):
                 print("# planned 1")
                 print({",".join(COLUMNS)!r})
                 print({streams_rows()[-1]!r})
-                print("# measuring process_timeline n=1048576 block=4 grid=pipeline")
+                print("# measuring process_timeline n=1048576 streams=4 grid=pipeline chunks=16")
                 for line in [{",".join(TIMELINE_COLUMNS)!r}] + {timeline!r}:
                     print("# timeline " + line)
                 """)
@@ -758,7 +758,7 @@ class LeftOutTest(unittest.TestCase):
                     print("# pass --work 187", flush=True)
                 print({",".join(COLUMNS)!r})
                 if "--skip" not in args:
-                    print("# measuring process n=1048576 block=4 grid=pipeline", flush=True)
+                    print("# measuring process n=1048576 streams=4 grid=pipeline chunks=16", flush=True)
                     sys.exit(1)
                 print({streams_rows()[-1]!r})
                 """)
