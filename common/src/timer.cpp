@@ -1,5 +1,5 @@
-// Event timing. Samples are recorded back to back and read after one synchronisation,
-// so the host never stalls the queue between samples.
+// Timing. By events: samples are recorded back to back and read after one synchronisation, so
+// the host never stalls the queue between samples. By the host's clock: whole operations.
 #include "workbook/timer.hpp"
 
 #include "workbook/device_buffer.hpp"
@@ -65,8 +65,8 @@ TimingOptions timing_after_probe(double probe_ms, const MeasureOptions& options)
   TimingOptions timing;
   timing.flush_l2 = options.flush_l2;
   timing.stream = options.stream;
-  if (probe_ms > options.slow_ms) {
-    timing.warmup = 0;  // the probe was the warm-up
+  if (probe_ms >= options.slow_ms) {
+    timing.warmup = options.slow_warmup;
     timing.samples = std::min(options.slow_samples, options.samples);
   } else {
     timing.warmup = options.warmup;

@@ -61,6 +61,9 @@ TEST_CASE("a slow probe is followed by the slow samples alone, or stands as the 
   CHECK(few.warmup == 0);
   CHECK(few.samples == 3);
   CHECK_FALSE(few.flush_l2);
+  options.slow_warmup = 2;
+  CHECK(workbook::timing_after_probe(100.0, options).warmup == 2);  // the threshold itself is slow
+  CHECK(workbook::timing_after_probe(100.0, options).samples == 3);
   options.slow_samples = 0;
   CHECK(workbook::timing_after_probe(5000.0, options).samples == 0);
   options.slow_samples = 50;  // never more than the samples asked for

@@ -83,6 +83,8 @@ void measure_bandwidth(Launch launch) {
   const double copy_gbps = workbook::copy_bandwidth_gbps_for_run();
   // One probe launch first: a pathologically slow kernel is measured once, not 20 times.
   workbook::MeasureOptions options;
+  options.warmup = 3;
+  options.samples = 20;
   options.slow_ms = 200.0;
   options.profiled = true;
   const workbook::TimingStats stats = workbook::measure([&](cudaStream_t s) { launch(p, s); }, options);

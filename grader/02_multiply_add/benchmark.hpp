@@ -3,8 +3,9 @@
 // Each element moves 12 bytes (x1 and x2 read, y written) and costs 2 flops; the figure of merit
 // is the bandwidth as a fraction of the device's copy bandwidth measured in the same run.
 //
-// ./sweep 02 times the whole grid: kSweepBlocks x grid_modes() at sizes 10^4 .. 10^8. Task 1's
-// timed test is one size of it, kGradedN, at kGradedBlocks x grid_modes(), keeping the best.
+// ./sweep 02 times kSweepBlocks x grid_modes() at sizes 10^4 .. 10^8 in half decades. Task 1's
+// timed test takes the same grid further, to one larger size, kGradedN, at kGradedBlocks x
+// grid_modes(), keeping the best (./sweep 02 --sizes 268435456 times that point too).
 #pragma once
 
 #include "multiply_add.hpp"

@@ -1,11 +1,13 @@
 // What lesson 04 times, declared once for the grader's timed tests and for ./sweep 04
 // (tools/bench/04_reduction.cu): the lesson's sums of n floats, each reading its input once
 // (4 bytes and one addition per element), against cub::DeviceReduce::Sum on the same data. The
-// figure of merit is the bandwidth as a fraction of CUB's, measured in the same run.
+// figure of merit is the bandwidth as a fraction of CUB's, measured in the same run (CubSum, in
+// cub_sum.hpp: CUB's headers are slow to compile, so only the files that time it include them).
 //
 // ./sweep 04 times every function at sizes 10^3 .. 10^9 in half decades (reduce_block at
-// kDefaultBlock threads unless --blocks says otherwise); tasks 2 to 4's timed tests are its
-// points at 2^26 and 2^28 (kGradedLog2N), the lower fraction of CUB counting.
+// kDefaultBlock threads unless --blocks says otherwise); tasks 2 to 4's timed tests time the same
+// functions at 2^26 and 2^28 (kGradedLog2N), the lower fraction of CUB counting (./sweep 04
+// --sizes 67108864,268435456 times those sizes too).
 //
 // Both check a sum before they time it with one rule, the error bound of a tree-shaped float32
 // sum times kC (grader/README.md, "Lesson 04's tolerance").
@@ -15,9 +17,6 @@
 
 #include "workbook/workbook.hpp"
 
-#include <cub/device/device_reduce.cuh>
-
-#include <cmath>
 #include <cstddef>
 
 namespace reduction_benchmark {
@@ -36,7 +35,7 @@ constexpr int kGradedLog2N[] = {26, 28};
 // reached 5 on the offset input at 2^22, a loop of one thread per block 4. c = 16 leaves room for
 // those; ones must still come out exactly, which is what catches dropped and doubled elements.
 constexpr double kC = 16.0;
-inline const double kUnitRoundoff = std::ldexp(1.0, -24);
+constexpr double kUnitRoundoff = 0x1p-24;  // 2^-24
 
 inline int ceil_log2(std::size_t n) {
   int levels = 0;
@@ -62,33 +61,6 @@ inline void launch_reduce_block(const float* in, std::size_t n, float* sums, int
   const auto grid = static_cast<unsigned>((n + block - 1) / block);
   reduce_block<<<grid, block, block * sizeof(float), stream>>>(in, n, sums);
 }
-
-// cub::DeviceReduce::Sum of up to \p largest floats, its temporary storage allocated once, outside
-// the timings: a program that sums often keeps it (CuPy's memory pool does).
-class CubSum {
- public:
-  explicit CubSum(std::size_t largest) { reserve(largest); }
-  // Grows the storage to what a sum of \p n floats needs.
-  void reserve(std::size_t n) {
-    std::size_t bytes = 0;
-    WORKBOOK_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, static_cast<const float*>(nullptr),
-                                               static_cast<float*>(nullptr), n));
-    if (bytes > bytes_) {
-      bytes_ = bytes;
-      storage_ = workbook::DeviceBuffer<unsigned char>(bytes_);
-    }
-  }
-  // *out = in[0] + ... + in[n - 1], enqueued on \p stream; a size reserve() did not make room for
-  // throws workbook::CudaError.
-  void operator()(const float* in, std::size_t n, float* out, cudaStream_t stream) {
-    std::size_t bytes = bytes_;
-    WORKBOOK_CUDA_CHECK(cub::DeviceReduce::Sum(storage_.data(), bytes, in, out, n, stream));
-  }
-
- private:
-  std::size_t bytes_ = 0;
-  workbook::DeviceBuffer<unsigned char> storage_;
-};
 
 // How the grader times one function (measure()'s policy; the sweep takes its numbers from the
 // command line and flushes L2).

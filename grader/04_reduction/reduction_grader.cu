@@ -3,6 +3,7 @@
 // the trace) proves it. Helpers only this file uses are in the anonymous namespace.
 #include "reduction_grader.hpp"
 
+#include "cub_sum.hpp"
 #include "diagnosis.hpp"
 
 #include <algorithm>

@@ -29,6 +29,7 @@
 // that crashes takes the process with it (an illegal address breaks the CUDA context for good),
 // so ./sweep names it from the last announcement and runs this again with --skip OP.
 #include "benchmark.hpp"
+#include "cub_sum.hpp"
 #include "reduction.hpp"
 #include "sweep.hpp"
 

@@ -36,9 +36,9 @@
 //                           so --skip process_timeline leaves it out.
 //
 // Lesson 05's own options (the rest are every sweep's; --help lists both):
-//   --streams S,...  the numbers of streams (the CSV's block column; --blocks is refused: lesson
+//   --streams S,...  the numbers of streams (the CSV's streams column; --blocks is refused: lesson
 //                    05 has no block size to sweep)
-//   --chunks C,...   the numbers of chunks (the CSV's grid column)
+//   --chunks C,...   the numbers of chunks (the CSV's chunks column)
 //   --work W         the kernel's work instead of calibrating it
 #include "benchmark.hpp"
 #include "streams.hpp"
@@ -50,13 +50,11 @@
 #include <cupti.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -121,17 +119,19 @@ LessonOptions take_lesson_options(int& argc, char** argv) {
       continue;
     }
     if (arg == "--help" || arg == "-h") {
+      std::string chunks;
+      for (const int c : streams_benchmark::kSweepChunks) chunks += (chunks.empty() ? "" : ",") + std::to_string(c);
       std::printf(
           "Lesson 05 times streams::process, the pipeline of task 1, from pinned memory for every number of\n"
           "streams x number of chunks (CSV: grid_mode 'pipeline', columns streams and chunks), each stage\n"
           "alone (the overlap bound), process_pageable (task 4), and records one call of process at %d streams\n"
           "and %d chunks with the grader's tracer (the '# timeline' lines, for sweep-results/%s_timeline.csv).\n"
           "Its own options:\n"
-          "  --chunks     the numbers of chunks (default 1,2,4,8,16,32,64)\n"
+          "  --chunks     the numbers of chunks (default %s)\n"
           "  --work W     the kernel's work per element (default: calibrated so that the kernel alone takes as\n"
           "               long as the pinned copy in; printed as '# pass --work W' for the later runs)\n"
           "  --skip process_timeline   no timeline\n\n",
-          kTimelineStreams, kTimelineChunks, kLesson);
+          kTimelineStreams, kTimelineChunks, kLesson, chunks.c_str());
     }
     argv[kept++] = argv[i];
   }

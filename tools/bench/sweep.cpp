@@ -245,13 +245,14 @@ const std::vector<std::string>& transfer_operations() {
 }
 
 workbook::TimingStats time_measurement(const std::function<void(cudaStream_t)>& work, const Options& options) {
-  workbook::MeasureOptions measure;
-  measure.warmup = options.warmup;
-  measure.samples = options.samples;
-  measure.slow_ms = 50.0;
-  measure.slow_samples = 3;
-  measure.flush_l2 = true;  // every sample reads from DRAM, like the copy bandwidth it is compared with
-  return workbook::measure(work, measure);
+  workbook::MeasureOptions timing;
+  timing.warmup = options.warmup;
+  timing.samples = options.samples;
+  timing.slow_ms = 50.0;  // a probe this slow: the options' warm-up and 3 samples
+  timing.slow_samples = 3;
+  timing.slow_warmup = options.warmup;
+  timing.flush_l2 = true;  // every sample reads from DRAM, like the copy bandwidth it is compared with
+  return workbook::measure(work, timing);
 }
 
 std::vector<Row> measure_transfers(const std::string& lesson, std::size_t n, int in_arrays, int out_arrays,

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bench {
@@ -30,7 +31,7 @@ struct Defaults {
   std::string blocks_option = "--blocks";
   std::string blocks_meaning = "threads per block";
   /// The CSV's names for Row::block and Row::grid: what the lesson's axes are (lesson 05:
-  /// "streams" and "chunks"). tools/bench/sweep_schema.py knows each pair (NAMED_AXES).
+  /// "streams" and "chunks"). tools/bench/sweep_schema.py knows each pair (AXES_BY_KIND).
   std::string block_column = "block";
   std::string grid_column = "grid";
 };
@@ -65,6 +66,13 @@ std::vector<std::string> sweep_columns(const std::string& block_column = "block"
 
 /// One measurement: one CSV row.
 struct Row {
+  Row() = default;
+  /// What is measured (the timing, bytes and flops are set after).
+  Row(std::string lesson_, std::string implementation_, std::string operation_, std::size_t n_, int block_ = 0,
+      std::string grid_mode_ = "", long long grid_ = 0)
+      : lesson(std::move(lesson_)), implementation(std::move(implementation_)), operation(std::move(operation_)),
+        n(n_), block(block_), grid_mode(std::move(grid_mode_)), grid(grid_) {}
+
   std::string lesson;          ///< e.g. "02_multiply_add"
   std::string implementation;  ///< "student", "reference", or "cudaMemcpy" for transfers
   std::string operation;       ///< the kernel, or h2d_pageable / h2d_pinned / d2h_pageable / d2h_pinned

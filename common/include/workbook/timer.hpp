@@ -1,7 +1,8 @@
 /// \file
 /// Timing GPU work with CUDA events: warm-up launches first, then N timed samples,
 /// summarised by their median (robust to the odd slow sample), minimum and maximum.
-/// Host clocks are not used: a launch returns before the GPU has done the work.
+/// A kernel is timed by the GPU's clock, never the host's: a launch returns before the GPU has
+/// done the work. The host's clock (time_on_host) is for whole operations a caller waits for.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,12 +38,13 @@ TimingStats time_on_device(const std::function<void(cudaStream_t)>& work, const 
 
 /// How measure() times work whose cost is not known beforehand, such as a student's kernel that
 /// may be pathologically slow: one probe sample first, then the warm-up and samples unless the
-/// probe was slow. The grader's timed tests and ./sweep's programs both time this way.
+/// probe was slow. The grader's timed tests of kernels and ./sweep's kernel rows time this way.
 struct MeasureOptions {
   int warmup = 3;          ///< untimed runs before the samples
   int samples = 20;        ///< timed samples after a probe that was not slow
-  double slow_ms = 100.0;  ///< a probe that took longer than this is slow...
-  int slow_samples = 0;    ///< ...and is followed by this many samples, no warm-up (0: the probe is the measurement)
+  double slow_ms = 100.0;  ///< a probe that took this long or longer is slow...
+  int slow_samples = 0;    ///< ...and is followed by this many samples (0: the probe is the measurement)...
+  int slow_warmup = 0;     ///< ...after this many untimed runs
   bool flush_l2 = false;   ///< overwrite the L2 cache before each sample (the probe too)
   cudaStream_t stream = nullptr;  ///< the stream the work launches on
   /// The student's work, not a yardstick: when profiling_requested(), it runs once more first,
