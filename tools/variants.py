@@ -12,7 +12,9 @@ A variant, grader/tests/broken/NAME/, is a student mistake the grader must catch
                       kernels share an #include with any base, little more).
 
 The build lays every variant out as a whole tree (build/<preset>/grader/tests/broken/NAME/), builds
-it and grades it there; a patch that no longer applies stops the build, naming the variant.
+it and grades it there; a patch that no longer applies stops the build, naming the variant. The
+sample students of valid designs (grader/tests/students/NAME/, all but the plain student, which is a
+base) are stored and laid out the same way: every command below with --students.
 
     tools/variants.py list                        each variant's files: patch or whole, base, lines
     tools/variants.py show NAME [--context N]     the whole student file, the change marked -/+
@@ -46,6 +48,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = Path("grader/tests/broken")  # under the root
+# The sample students of valid designs (a CUDA graph, cooperative groups, ...) are stored the same way,
+# as patches where they change the reference a little; the plain student is a base, whole, never a patch.
+STUDENTS = Path("grader/tests/students")
+NOT_VARIANTS = {STUDENTS: {"plain"}}
 # The files a variant's file may be a patch against, in the order that breaks a tie.
 BASE_TREES = ("solutions", "grader/tests/students/plain", "exercises")
 PATCH_SUFFIX = ".patch"
@@ -236,21 +242,24 @@ class VariantFile:
 class Workbook:
     """The checkout whose variants are read and written (the one holding this tool, or another in tests)."""
 
-    def __init__(self, root: Path = ROOT):
+    def __init__(self, root: Path = ROOT, store: Path = VARIANTS):
         self.root = Path(root).resolve()
-        self.variants_dir = self.root / VARIANTS
+        self.store = Path(store)  # VARIANTS, or STUDENTS
+        self.variants_dir = self.root / self.store
 
     def names(self) -> List[str]:
-        """Every variant: a folder of grader/tests/broken/ with an expected.json."""
+        """Every variant: a folder of the store (grader/tests/broken/) with an expected.json."""
         if not self.variants_dir.is_dir():
             return []
-        return sorted(p.name for p in self.variants_dir.iterdir() if (p / "expected.json").is_file())
+        skip = NOT_VARIANTS.get(self.store, set())
+        return sorted(p.name for p in self.variants_dir.iterdir()
+                      if (p / "expected.json").is_file() and p.name not in skip)
 
     def check_names(self, names: Sequence[str]) -> List[str]:
         known = set(self.names())
         unknown = [n for n in names if n not in known]
         if unknown:
-            raise VariantError(f"no variant {', '.join(unknown)} in {VARIANTS} (a variant is a folder with an "
+            raise VariantError(f"no variant {', '.join(unknown)} in {self.store} (a variant is a folder with an "
                                f"expected.json; tools/variants.py list shows them)")
         return list(names)
 
@@ -265,7 +274,7 @@ class Workbook:
             is_patch = rel.endswith(PATCH_SUFFIX)
             path = rel[:-len(PATCH_SUFFIX)] if is_patch else rel
             if path in found:
-                raise VariantError(f"{name}: both {path} and {path}{PATCH_SUFFIX} are in {VARIANTS / name}: "
+                raise VariantError(f"{name}: both {path} and {path}{PATCH_SUFFIX} are in {self.store / name}: "
                                    f"finish the edit with tools/variants.py convert {name}, or delete one of them")
             found[path] = VariantFile(name, path, stored, is_patch)
         return [found[p] for p in sorted(found)]
@@ -274,7 +283,7 @@ class Workbook:
         return path.resolve().relative_to(self.root).as_posix()
 
     def target_label(self, f: VariantFile) -> str:
-        return (VARIANTS / f.variant / f.path).as_posix()
+        return (self.store / f.variant / f.path).as_posix()
 
     def candidates(self, path: str) -> List[str]:
         """The bases a variant's LESSON/FILE may patch, those that exist, in tie-break order."""
@@ -409,7 +418,7 @@ class Workbook:
             except PatchError:
                 continue
         raise VariantError(f"{f.label}: no version of {patch.base} in git history takes {self.rel(f.stored)}: "
-                           f"write {VARIANTS / f.variant / f.path} whole and run tools/variants.py convert {f.variant}")
+                           f"write {self.store / f.variant / f.path} whole and run tools/variants.py convert {f.variant}")
 
     def refresh(self, name: str) -> Tuple[List[str], bool]:
         """Rebases each of the variant's patches onto its base as it is now. A patch that applies is written
@@ -471,11 +480,11 @@ class Workbook:
             if f.is_patch:
                 base = self.read_patch(f).base
                 removed, added = changed_lines(read_text(f.stored))
-                out.append(f"{VARIANTS / name / f.path}: {base} with {removed} line(s) removed (-) and "
+                out.append(f"{self.store / name / f.path}: {base} with {removed} line(s) removed (-) and "
                            f"{added} added (+)\n")
                 marked = marked_lines(read_text(self.root / base), text)
             else:
-                out.append(f"{VARIANTS / name / f.path}: stored whole, not as a patch\n")
+                out.append(f"{self.store / name / f.path}: stored whole, not as a patch\n")
                 marked = [(" ", i + 1, line) for i, line in enumerate(split_lines(text))]
             out += gutter(marked, context)
         return "".join(out)
@@ -547,6 +556,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                "  tools/variants.py edit sum_drops_tail; $EDITOR grader/tests/broken/sum_drops_tail/04_reduction/"
                "reduction.cu;\n  tools/variants.py convert sum_drops_tail")
     parser.add_argument("--root", default=str(ROOT), help=argparse.SUPPRESS)  # another checkout (the tests)
+    parser.add_argument("--students", action="store_true",
+                        help=f"the sample students of valid designs in {STUDENTS} (not the plain one, a base) "
+                             f"instead of the broken variants in {VARIANTS}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("list", help="each variant's files: patch (and its base) or whole")
     show = commands.add_parser("show", help="the whole student file, the variant's change marked")
@@ -564,7 +576,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     edit = commands.add_parser("edit", help="write the variant's patches back as whole files, to change by hand")
     edit.add_argument("name")
     args = parser.parse_args(argv)
-    book = Workbook(Path(args.root))
+    book = Workbook(Path(args.root), STUDENTS if args.students else VARIANTS)
 
     def chosen() -> List[str]:
         if args.all == bool(args.names):
@@ -586,7 +598,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 try:
                     book.materialize(name, Path(args.out))
                 except VariantError as e:
-                    print(f"tools/variants.py: broken variant {e}", file=sys.stderr)
+                    print(f"tools/variants.py: {'student' if args.students else 'broken variant'} {e}", file=sys.stderr)
                     failed = True
         elif args.command == "convert":
             for name in chosen():

@@ -263,43 +263,54 @@ class CommandsTest(unittest.TestCase):
 
 
 class RepositoryVariantsTest(unittest.TestCase):
-    """The repository's own variants (grader/tests/broken/), which a student release leaves out."""
+    """The repository's own variants (grader/tests/broken/) and sample students of valid designs
+    (grader/tests/students/, tools/variants.py --students), which a student release leaves out."""
 
     def setUp(self):
-        self.book = variants.Workbook(ROOT)
-        if not self.book.names():
+        self.books = [variants.Workbook(ROOT), variants.Workbook(ROOT, variants.STUDENTS)]
+        if not self.books[0].names():
             self.skipTest("a student release: no broken variants")
+
+    def each(self):
+        """(book, name) for every variant and every sample student."""
+        return [(book, name) for book in self.books for name in book.names()]
+
+    def test_the_students_store_holds_the_valid_designs_and_never_the_plain_student(self):
+        students = self.books[1].names()
+        self.assertIn("graph_pipeline", students)
+        self.assertNotIn("plain", students)  # a base of patches, written whole
 
     def test_every_variant_lays_out_as_a_tree_of_lesson_files(self):
         manifest = json.loads((ROOT / "lessons" / "manifest.json").read_text())
         sources = {f"{lesson['slug']}/{source}" for lesson in manifest["lessons"] for source in lesson["sources"]}
-        for name in self.book.names():
+        for book, name in self.each():
             with self.subTest(variant=name):
-                tree = self.book.tree(name)  # raises VariantError, naming the file, when a patch does not apply
+                tree = book.tree(name)  # raises VariantError, naming the file, when a patch does not apply
                 self.assertTrue(tree, f"{name} holds no student file")
                 self.assertLessEqual(set(tree), sources, f"{name}: files the lessons do not have")
 
     def test_every_patch_is_against_a_base_the_tool_chooses_from(self):
-        for name in self.book.names():
-            for f in self.book.files(name):
+        for book, name in self.each():
+            for f in book.files(name):
                 if f.is_patch:
-                    self.assertIn(self.book.read_patch(f).base, self.book.candidates(f.path), f.label)
+                    self.assertIn(book.read_patch(f).base, book.candidates(f.path), f.label)
 
     def test_no_variant_is_stored_whole_where_a_patch_would_be_shorter(self):
         # A variant added the old way, as a whole copy of the reference: tools/variants.py convert NAME.
-        for name in self.book.names():
-            for f in self.book.files(name):
+        for book, name in self.each():
+            for f in book.files(name):
                 if f.is_patch:
                     continue
                 text = variants.read_text(f.stored)
-                best = self.book.smallest_patch(f, text)
+                best = book.smallest_patch(f, text)
                 if best is None:
                     continue
                 base, patch = best
                 self.assertEqual(apply_patch(variants.read_text(ROOT / base), parse_patch(patch)), text, f.label)
+                store = "--students " if book.store == variants.STUDENTS else ""
                 self.assertGreaterEqual(len(variants.split_lines(patch)), len(variants.split_lines(text)),
                                         f"{f.label} is stored whole, but is {base} with a few changes: "
-                                        f"run tools/variants.py convert {name}")
+                                        f"run tools/variants.py {store}convert {name}")
 
 
 if __name__ == "__main__":
