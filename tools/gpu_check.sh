@@ -78,13 +78,14 @@ stage_ncu() {
   ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   metrics=$(cd grader && python3 -c "from driver import counters; print(','.join(counters.METRICS))")
   # program (in build/test) and its timed test, separated by a tab. As counters.command() runs it:
-  # WORKBOOK_PROFILE=1 makes measure() run the student's work once inside cudaProfilerStart/Stop,
-  # the only range ncu profiles (--profile-from-start off).
+  # WORKBOOK_PROFILE=1 makes the timed test run the student's call that counts once more inside
+  # cudaProfilerStart/Stop (workbook::run_profiled), the only range ncu profiles.
   while IFS=$'\t' read -r program test; do
     [ -n "$program" ] || continue
     local name=${program##*/}
     local started=$SECONDS
-    WORKBOOK_PROFILE=1 "$ncu" --csv --profile-from-start off --launch-count 4 --metrics "$metrics" \
+    WORKBOOK_PROFILE=1 "$ncu" --csv --print-units base --profile-from-start off --launch-count 4 \
+      --metrics "$metrics" \
       "build/test/$program" "$test" > "$logs/ncu_$name.csv" 2> "$logs/ncu_$name.err"
     echo "ncu $name: exit $?, $((SECONDS - started)) s, $(grep -c '^"' "$logs/ncu_$name.csv") CSV lines" |
       tee -a "$logs/stages.txt"

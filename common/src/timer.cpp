@@ -80,16 +80,19 @@ bool profiling_requested() {
   return requested;
 }
 
+void run_profiled(const std::function<void(cudaStream_t)>& work, cudaStream_t stream) {
+  if (!profiling_requested()) return;
+  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());  // nothing but the work in the profiled range
+  WORKBOOK_CUDA_CHECK(cudaProfilerStart());
+  work(stream);
+  WORKBOOK_CHECK_LAUNCH();
+  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());  // work on the student's own streams too
+  WORKBOOK_CUDA_CHECK(cudaProfilerStop());
+}
+
 TimingStats measure(const std::function<void(cudaStream_t)>& work, const MeasureOptions& options) {
   if (options.samples < 1) throw std::invalid_argument("measure: samples must be at least 1");
-  if (options.profiled && profiling_requested()) {
-    WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());  // nothing but the work in the profiled range
-    WORKBOOK_CUDA_CHECK(cudaProfilerStart());
-    work(options.stream);
-    WORKBOOK_CHECK_LAUNCH();
-    WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());  // work on the student's own streams too
-    WORKBOOK_CUDA_CHECK(cudaProfilerStop());
-  }
+  if (options.profiled) run_profiled(work, options.stream);
   TimingOptions probe;
   probe.warmup = 0;
   probe.samples = 1;

@@ -83,12 +83,11 @@ void measure_bandwidth(Launch launch) {
   const double copy_gbps = workbook::copy_bandwidth_gbps_for_run();
   // One probe launch first: a pathologically slow kernel is measured once, not 20 times.
   workbook::MeasureOptions options;
-  options.warmup = 3;
-  options.samples = 20;
   options.slow_ms = 200.0;
-  options.profiled = true;
+  options.profiled = true;  // the call a profiling run profiles (grader/driver/counters.py)
   const workbook::TimingStats stats = workbook::measure([&](cudaStream_t s) { launch(p, s); }, options);
   const double gbps = workbook::gigabytes_per_second(bytes, stats.median_ms);
+  grader::record_metric("profiled_bytes", bytes);  // what the profiled call must move
   grader::record_metric("n", static_cast<double>(n));
   grader::record_metric("median_ms", stats.median_ms);
   grader::record_metric("gbps", gbps);

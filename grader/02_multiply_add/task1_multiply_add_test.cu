@@ -58,15 +58,17 @@ TEST_CASE("Task 1: multiply_add bandwidth, best launch configuration", "[task_1]
   check_output(p);
   workbook::TimingStats best;
   Config best_config{};
+  const auto launch = [&](const Config& c, cudaStream_t s) {
+    multiply_add<<<c.grid, c.block, 0, s>>>(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n());
+  };
   for (const Config& c : configs) {
-    const auto stats = time_launch([&](cudaStream_t s) {
-      multiply_add<<<c.grid, c.block, 0, s>>>(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n());
-    });
+    const auto stats = time_launch([&](cudaStream_t s) { launch(c, s); }, false);
     if (best.samples == 0 || stats.median_ms < best.median_ms) {
       best = stats;
       best_config = c;
     }
   }
+  workbook::run_profiled([&](cudaStream_t s) { launch(best_config, s); });  // the configuration that counted
   p.y.poison();
   const Config& last = configs.back();
   multiply_add<<<last.grid, last.block>>>(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n());

@@ -358,12 +358,10 @@ class Grader:
             return
         self._say("profiling, ")
         metrics = performance.metrics
-        least_bytes = (metrics["gbps"] * 1e6 * metrics["median_ms"]
-                       if metrics.get("gbps") and metrics.get("median_ms") else None)
         with self.gpu.exclusive():
             lines, elapsed_s = counters.profile(run_phase, program, f"[{task.tag}][perf]", ncu=self.ncu,
                                                 seed=self.seed, timeout_s=self._timeout(lesson) * PROFILE_SLOWDOWN,
-                                                env=self.env, least_bytes=least_bytes)
+                                                env=self.env, least_bytes=metrics[counters.PROFILED_BYTES])
         wall["counters"] = wall.get("counters", 0.0) + elapsed_s
         metrics["counters_s"] = round(elapsed_s, 2)
         performance.details += "\n" + "\n".join(lines) + f"\n(Profiling took {elapsed_s:.0f} s.)"
@@ -418,7 +416,7 @@ class Grader:
                 wall["reference"] += sum(p.elapsed_s for p in timed[1::2] if p)
             performance = judge_performance(task, correctness, perf_phase, lesson.slug, reference_phase, again)
             note_other_processes(performance, others)
-            if self.profile_short and fell_short(task, performance):
+            if self.profile_short and fell_short(task, performance) and counters.PROFILED_BYTES in performance.metrics:
                 self._counters(program, lesson, task, performance, wall)
             if perf_phase is not None and performance:
                 self._say(f"performance {STATUS_LABELS[performance.status]}")

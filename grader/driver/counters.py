@@ -14,10 +14,13 @@ causes of a slow kernel apart, each beside its ideal (issue 23, part 1):
 
 ncu runs the grader's program on the timed test in a process of its own (ncu and the grader's
 CUPTI tracer cannot share one, ../shared/PLATFORM.md), with WORKBOOK_PROFILE set: then
-workbook::measure runs the student's work (MeasureOptions::profiled, not the yardstick's) once
-more inside cudaProfilerStart/Stop, the only range ncu profiles (`command`). This module reads
-ncu's CSV and describes each kernel's counters. It names no cause: a diagnosis is a claim, and claims wait for thresholds measured on a
-GPU with a broken variant for each (grader/README.md, "Hints: claims backed by evidence").
+workbook::run_profiled runs the student's call that counted (never a yardstick's) once more inside
+cudaProfilerStart/Stop, the only range ncu profiles (`command`). A timed test that opens such a
+range records the metric "profiled_bytes", what that call must move; only those are profiled
+(lesson 05's pipelines, timed by the host's clock, are not). This module reads ncu's CSV and
+describes each kernel's counters. It names no cause: a diagnosis is a claim, and claims wait for
+thresholds measured on a GPU with a broken variant for each (grader/README.md, "Hints: claims
+backed by evidence").
 
 Where ncu is missing, or the counters are restricted to administrators (ERR_NVGPUCTRPERM, the
 default on many course servers), `failure` says so in one line, with what an administrator does.
@@ -60,6 +63,8 @@ METRICS = (GLOBAL_LOAD_SECTORS, GLOBAL_LOAD_REQUESTS, GLOBAL_STORE_SECTORS, GLOB
            LOCAL_STORE_BYTES)
 
 PROFILE_ENV = {"WORKBOOK_PROFILE": "1"}  # workbook::profiling_requested() (common/include/workbook/timer.hpp)
+# The metric a timed test records when it opens a profiled range: the bytes its profiled call must move.
+PROFILED_BYTES = "profiled_bytes"
 PERMISSION_ERROR = "ERR_NVGPUCTRPERM"
 PERMISSION_HELP = ("the GPU's performance counters are restricted to administrators on this machine "
                    f"({PERMISSION_ERROR}). An administrator allows them with the line "
@@ -88,14 +93,23 @@ class CountersError(Exception):
     """ncu's output could not be read; the message says what was wrong."""
 
 
-def _number(text: str) -> Optional[float]:
+# ncu scales a value to a "fitting" unit unless told --print-units base (command() tells it):
+# "Mbyte", "Ksector". A prefix left anyway is undone here (decimal, as ncu prints them).
+_PREFIXES = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def _number(text: str, unit: str = "") -> Optional[float]:
     text = text.strip().replace(",", "")
     if text in ("", "n/a", "N/A"):
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         return None
+    unit = unit.strip()
+    if len(unit) > 1 and unit[0] in _PREFIXES and unit[1].islower():
+        value *= _PREFIXES[unit[0]]
+    return value
 
 
 def parse(text: str) -> List[Kernel]:
@@ -117,7 +131,7 @@ def parse(text: str) -> List[Kernel]:
         if launch not in kernels:
             kernels[launch] = Kernel(launch, row["Kernel Name"], row.get("Block Size") or "",
                                      row.get("Grid Size") or "", {})
-        kernels[launch].values[row["Metric Name"]] = _number(row["Metric Value"] or "")
+        kernels[launch].values[row["Metric Name"]] = _number(row["Metric Value"] or "", row.get("Metric Unit") or "")
     return list(kernels.values())
 
 
@@ -152,7 +166,7 @@ def describe(kernel: Kernel, least_bytes: Optional[float] = None) -> List[str]:
         per_request = kernel.ratio(sectors, requests)
         if per_request is not None:
             lines.append(f"{what}: {per_request:.1f} sectors of 32 bytes per warp request (a warp's 4-byte accesses "
-                         "to consecutive addresses take 4, to 32 far-apart addresses 32)")
+                         "to consecutive addresses take 4, 16-byte ones 16; 4-byte ones to 32 far-apart addresses 32)")
     for what, conflicts, requests in (("shared loads", SHARED_LOAD_CONFLICTS, SHARED_LOAD_REQUESTS),
                                       ("shared stores", SHARED_STORE_CONFLICTS, SHARED_STORE_REQUESTS)):
         per_request = kernel.ratio(conflicts, requests)
@@ -173,8 +187,8 @@ def describe(kernel: Kernel, least_bytes: Optional[float] = None) -> List[str]:
         lines.append(line)
     local = [kernel.value(m) for m in (LOCAL_LOAD_BYTES, LOCAL_STORE_BYTES)]
     if all(v is not None for v in local):
-        lines.append(f"local memory (register spills): {_per(sum(local) / 1e6, 'MB')} loaded and stored "
-                     "(0 when nothing spills)")
+        lines.append(f"local memory (register spills, or arrays the compiler could not keep in registers): "
+                     f"{_per(sum(local) / 1e6, 'MB')} loaded and stored (0 when there are none)")
     return lines
 
 
@@ -183,8 +197,8 @@ def command(ncu: str, log_file: str, kernels: int = 4) -> List[str]:
     profiled range (cudaProfilerStart/Stop) with METRICS and writes its CSV and messages to
     `log_file`. Run it with PROFILE_ENV in the environment, or the program opens no range and
     nothing is profiled."""
-    return [ncu, "--csv", "--log-file", log_file, "--profile-from-start", "off", "--launch-count", str(kernels),
-            "--metrics", ",".join(METRICS)]
+    return [ncu, "--csv", "--print-units", "base", "--log-file", log_file, "--profile-from-start", "off",
+            "--launch-count", str(kernels), "--metrics", ",".join(METRICS)]
 
 
 def find_ncu(index: dict) -> Tuple[Optional[str], str]:

@@ -248,7 +248,9 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
         key_read, key_write = os.pipe()
         os.write(key_write, key.encode())
         os.close(key_write)
-        child_env = dict(os.environ, **env, WORKBOOK_REPORT=report, WORKBOOK_REPORT_KEY_FD=str(key_read))
+        # WORKBOOK_PROFILE only where the caller asks for it (counters.profile), never from the user's shell.
+        inherited = {k: v for k, v in os.environ.items() if k != "WORKBOOK_PROFILE"}
+        child_env = dict(inherited, **env, WORKBOOK_REPORT=report, WORKBOOK_REPORT_KEY_FD=str(key_read))
         start = time.monotonic()
         # A new session, so a timeout kills the sanitizer and the program it started.
         try:

@@ -18,6 +18,7 @@ where its cause is and that it fires nowhere else.
 Exit codes: 0 as expected, 1 not as expected, 77 no GPU (ctest reports it as skipped)."""
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -85,6 +86,10 @@ def main() -> int:
     parser.add_argument("--expect", required=True)
     parser.add_argument("--lesson", action="append", default=[])
     parser.add_argument("--sanitize", action="store_true", help="grade under compute-sanitizer (./grade --sanitize)")
+    parser.add_argument("--counters", action="store_true",
+                        default=os.environ.get("WORKBOOK_E2E_COUNTERS") == "1",
+                        help="let ./grade profile a task that fell short (Nsight Compute); off by default, or "
+                             "with WORKBOOK_E2E_COUNTERS=1, since profiling holds the GPU alone")
     args = parser.parse_args()
     expected = json.loads(Path(args.expect).read_text())
     with tempfile.TemporaryDirectory() as results_dir:
@@ -96,7 +101,8 @@ def main() -> int:
                     for kinds in tasks.values())
         command = [sys.executable, str(ROOT / "grade"), "--no-build", "--build-dir", args.build_dir,
                    "--tree", args.tree, "--results", results_dir] + (["--sanitize"] if args.sanitize else []) + \
-                  ([] if timed or args.sanitize else ["--no-timing"]) + (args.lesson or list(expected))
+                  ([] if timed or args.sanitize else ["--no-timing"]) + ([] if args.counters else ["--no-counters"]) + \
+                  (args.lesson or list(expected))
         process = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         output = process.stdout.decode(errors="replace")
         print(output)

@@ -58,6 +58,15 @@ class ParseTest(unittest.TestCase):
         self.assertEqual((kernel.block, kernel.grid), ("", ""))
         self.assertIsNone(kernel.ratio(counters.GLOBAL_LOAD_SECTORS, counters.GLOBAL_LOAD_REQUESTS))
 
+    def test_a_value_ncu_scaled_to_a_fitting_unit_is_read_in_base_units(self):
+        header = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"'
+        [kernel] = counters.parse("\n".join([header, f'"0","k","{counters.DRAM_READ_BYTES}","Mbyte","10.24"',
+                                              f'"0","k","{counters.GLOBAL_LOAD_SECTORS}","Ksector","640"',
+                                              f'"0","k","{counters.ACTIVE_WARPS_PCT}","%","50"',
+                                              f'"0","k","{counters.DRAM_WRITE_BYTES}","byte","7"']))
+        self.assertEqual(kernel.values, {counters.DRAM_READ_BYTES: 10.24e6, counters.GLOBAL_LOAD_SECTORS: 640e3,
+                                         counters.ACTIVE_WARPS_PCT: 50.0, counters.DRAM_WRITE_BYTES: 7.0})
+
     def test_output_without_a_table_or_its_columns_is_an_error(self):
         with self.assertRaisesRegex(CountersError, "no CSV table"):
             counters.parse("==PROF== Connected\nhello\n")
@@ -97,7 +106,8 @@ class DescribeTest(unittest.TestCase):
         self.assertIn("threads per executed instruction: 32.0 (32 when no warp diverges)", text)
         self.assertIn("achieved occupancy: 87% of the warps", text)
         self.assertIn("DRAM: 604.0 MB read and written (3.00 x the 201.3 MB the task must move)", text)
-        self.assertIn("local memory (register spills): 0.0 MB loaded and stored", text)
+        self.assertIn("local memory (register spills, or arrays the compiler could not keep in registers): 0.0 MB "
+                      "loaded and stored", text)
 
     def test_counters_ncu_did_not_give_are_left_out(self):
         kernel = counters.Kernel("0", "k", "", "", {counters.ACTIVE_WARPS_PCT: None,
@@ -108,9 +118,9 @@ class DescribeTest(unittest.TestCase):
 class CommandTest(unittest.TestCase):
     def test_the_profiled_range_only_every_metric_as_csv_into_the_log(self):
         cmd = counters.command("/usr/local/cuda/bin/ncu", "/tmp/x/ncu.csv", kernels=2)
-        self.assertEqual(cmd[:8], ["/usr/local/cuda/bin/ncu", "--csv", "--log-file", "/tmp/x/ncu.csv",
-                                   "--profile-from-start", "off", "--launch-count", "2"])
-        self.assertEqual(cmd[8:], ["--metrics", ",".join(counters.METRICS)])
+        self.assertEqual(cmd[:10], ["/usr/local/cuda/bin/ncu", "--csv", "--print-units", "base", "--log-file",
+                                    "/tmp/x/ncu.csv", "--profile-from-start", "off", "--launch-count", "2"])
+        self.assertEqual(cmd[10:], ["--metrics", ",".join(counters.METRICS)])
 
     def test_ncu_beside_the_toolkits_sanitizer_then_on_path(self):
         with tempfile.TemporaryDirectory() as d:

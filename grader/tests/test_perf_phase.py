@@ -60,7 +60,11 @@ NCU_LOG = "\n".join([
     f'"0","1","grade","h","vector_add(const float *)","1","7","(256, 1, 1)","(4096, 1, 1)","0","9.0","S",'
     f'"{counters.GLOBAL_LOAD_SECTORS}","sector","131,072"',
     f'"0","1","grade","h","vector_add(const float *)","1","7","(256, 1, 1)","(4096, 1, 1)","0","9.0","S",'
-    f'"{counters.GLOBAL_LOAD_REQUESTS}","request","4,096"'])
+    f'"{counters.GLOBAL_LOAD_REQUESTS}","request","4,096"',
+    f'"0","1","grade","h","vector_add(const float *)","1","7","(256, 1, 1)","(4096, 1, 1)","0","9.0","S",'
+    f'"{counters.DRAM_READ_BYTES}","byte","134,217,728"',
+    f'"0","1","grade","h","vector_add(const float *)","1","7","(256, 1, 1)","(4096, 1, 1)","0","9.0","S",'
+    f'"{counters.DRAM_WRITE_BYTES}","byte","67,108,864"'])
 
 
 class OtherProcessesTest(unittest.TestCase):
@@ -114,8 +118,12 @@ class OtherProcessesTest(unittest.TestCase):
         self.assertNotIn("other_gpu_processes", result.metrics)
 
 
-def perf(value):
-    return phase(("passed", [], {"fraction_of_copy_bandwidth": value, "gbps": value * 4000}))
+def perf(value, profiled=True):
+    """A timed phase's result; `profiled`: its test opened a profiled range (counters.PROFILED_BYTES)."""
+    metrics = {"fraction_of_copy_bandwidth": value, "gbps": value * 4000}
+    if profiled:
+        metrics[counters.PROFILED_BYTES] = 3 * 4 * (1 << 24)
+    return phase(("passed", [], metrics))
 
 
 class RecheckTest(unittest.TestCase):
@@ -171,7 +179,7 @@ class GraderPerformanceTest(unittest.TestCase):
         self.env.stop()
         self.tmp.cleanup()
 
-    def grade(self, *values, the_lesson=None, ncu=(None, "no ncu in this test"), no_counters=False):
+    def grade(self, *values, the_lesson=None, ncu=(None, "no ncu in this test"), no_counters=False, profiled=True):
         """Grades helpers' lesson 01 with the student's performance phase giving `values` in turn;
         `ncu` is what counters.find_ncu finds, and a run under it writes NCU_LOG."""
         values = list(values)
@@ -190,7 +198,7 @@ class GraderPerformanceTest(unittest.TestCase):
                 return phase(("passed", [], {}))
             if "~[perf]" in spec:
                 return phase(("passed", [], {}))
-            result = perf(1.0) if program == "reference" else perf(values.pop(0))
+            result = perf(1.0) if program == "reference" else perf(values.pop(0), profiled)
             result.pid = 555 if program == "student" else 556
             return result
 
@@ -237,6 +245,14 @@ class GraderPerformanceTest(unittest.TestCase):
         self.assertIn("  vector_add <<<(4096, 1, 1), (256, 1, 1)>>>:\n    - global loads: 32.0 sectors", performance.details)
         self.assertIn("counters_s", performance.metrics)
         self.assertIn("profiling, ", self.output)
+        # Beside what the profiled call must move, as its test recorded it (counters.PROFILED_BYTES).
+        self.assertIn("DRAM: 201.3 MB read and written (1.00 x the 201.3 MB the task must move)", performance.details)
+
+    def test_a_timed_test_without_a_profiled_range_is_not_profiled(self):
+        # Lesson 05's pipelines are timed by the host's clock and open no range: ncu would find nothing.
+        performance = self.grade(0.40, ncu=("/cuda/bin/ncu", ""), profiled=False)
+        self.assertNotIn("/cuda/bin/ncu", [program for program, _, _ in self.runs])
+        self.assertNotIn("counters", performance.details.lower())
 
     def test_a_pass_a_figure_not_measured_and_no_counters_are_not_profiled(self):
         self.grade(0.80, ncu=("/cuda/bin/ncu", ""))

@@ -80,6 +80,8 @@ Options parse_options(int argc, char** argv, const std::string& lesson, const De
   options.blocks = defaults.blocks;
   options.grid_modes = defaults.grid_modes;
   options.columns = sweep_columns(defaults.block_column, defaults.grid_column);
+  options.block_column = defaults.block_column;
+  options.grid_column = defaults.grid_column;
   std::vector<std::string> block_names;
   for (const int block : defaults.blocks) block_names.push_back(std::to_string(block));
   const std::string usage =
@@ -202,12 +204,10 @@ void announce_check(const std::string& operation) {
 }
 
 void announce(const Row& row, const Options& options) {
-  const std::string block_column = options.columns.size() > 6 ? options.columns[4] : "block";
-  const std::string grid_column = options.columns.size() > 6 ? options.columns[6] : "grid";
   std::string line = "# measuring " + row.operation + " n=" + std::to_string(row.n);
-  if (row.block > 0) line += " " + block_column + "=" + std::to_string(row.block);
+  if (row.block > 0) line += " " + options.block_column + "=" + std::to_string(row.block);
   if (!row.grid_mode.empty()) line += " grid=" + row.grid_mode;
-  if (row.grid > 0 && grid_column != "grid") line += " " + grid_column + "=" + std::to_string(row.grid);
+  if (row.grid > 0 && options.grid_column != "grid") line += " " + options.grid_column + "=" + std::to_string(row.grid);
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);  // out before the measurement runs: it may be the last line the program prints
 }

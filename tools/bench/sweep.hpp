@@ -47,6 +47,8 @@ struct Options {
   bool transfers = true;                   ///< also time the host-device copies
   std::vector<std::string> skip;           ///< operations left out: not checked, timed or planned
   std::vector<std::string> columns;        ///< the CSV header, with the lesson's axis names
+  std::string block_column = "block";      ///< Defaults::block_column
+  std::string grid_column = "grid";        ///< Defaults::grid_column
 
   /// Whether --skip left \p operation out.
   bool skips(const std::string& operation) const;

@@ -58,6 +58,13 @@ struct MeasureOptions {
 /// grader/driver/counters.py).
 bool profiling_requested();
 
+/// When profiling_requested(): runs \p work once on \p stream, alone on the GPU, between
+/// cudaProfilerStart and cudaProfilerStop, the only range Nsight Compute profiles with
+/// --profile-from-start off. Otherwise does nothing. measure() calls it for work marked
+/// MeasureOptions::profiled; a timed test that picks the best of several configurations calls it
+/// on the one that counted.
+void run_profiled(const std::function<void(cudaStream_t)>& work, cudaStream_t stream = nullptr);
+
 /// The timing measure() does after a probe that took \p probe_ms; samples == 0 when the probe
 /// itself is the measurement (host-only: the policy, apart from the GPU).
 TimingOptions timing_after_probe(double probe_ms, const MeasureOptions& options);
