@@ -86,6 +86,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                         help="gradings at once on each GPU (default 1); correctness tests then share the GPU, and "
                              "the per-GPU lock still times every performance phase alone")
     parser.add_argument("--no-timing", action="store_true", help="correctness only (performance scores nothing)")
+    parser.add_argument("--no-counters", action="store_true",
+                        help="do not profile a submission's kernel that fell short of its threshold (./grade "
+                             "--no-counters): quicker, the verdict without the hardware's counters")
     parser.add_argument("--timeout", type=float, help="seconds each task may run (default: the lesson's)")
     parser.add_argument("--build-dir", help="build directory (default: OUT/build)")
     parser.add_argument("--merge", action="store_true",
@@ -395,6 +398,8 @@ def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir
                str(seed), "--build-dir", str(build_dir), "--no-build", *[lesson.slug for lesson in lessons]]
     if args.no_timing:
         command.append("--no-timing")
+    if getattr(args, "no_counters", False):
+        command.append("--no-counters")
     if args.timeout:
         command += ["--timeout", str(args.timeout)]
     env = dict(os.environ)
@@ -653,6 +658,8 @@ def slurm_submit(root: Path, args, paths: Paths, names: List[str], seed: int, le
               "--out", str(paths.out), "--seed", str(seed)]
     if args.no_timing:
         common.append("--no-timing")
+    if args.no_counters:
+        common.append("--no-counters")
     if args.timeout:
         common += ["--timeout", str(args.timeout)]
     regrade = ["--regrade-all"] if args.regrade_all else (["--regrade", *args.regrade] if args.regrade else [])

@@ -197,6 +197,26 @@ class GradebookTest(Temp):
         self.assertEqual(cg.grade_result("a", 1, "", 1.0, LESSONS, paths)["status"], "graded")
 
 
+class GradeOneTest(Temp):
+    def test_the_options_reach_each_submissions_grade(self):
+        import types
+        fake_root = self.tmp / "root"
+        fake_root.mkdir()
+        argv_file = self.tmp / "argv"
+        (fake_root / "grade").write_text(f"import sys\nopen({str(argv_file)!r}, 'w').write(' '.join(sys.argv[1:]))\n")
+        args = types.SimpleNamespace(no_timing=True, no_counters=True, timeout=12.0)
+        code, _, _ = cg.grade_one(fake_root, args, "alice", self.tmp / "alice", self.tmp / "fb", self.tmp / "b", 7,
+                                  LESSONS, None)
+        self.assertEqual(code, 0)
+        argv = argv_file.read_text().split()
+        for option in ("--no-timing", "--no-counters", "--no-build"):
+            self.assertIn(option, argv)
+        self.assertEqual(argv[argv.index("--timeout") + 1], "12.0")
+        args.no_counters = False
+        cg.grade_one(fake_root, args, "alice", self.tmp / "alice", self.tmp / "fb", self.tmp / "b", 7, LESSONS, None)
+        self.assertNotIn("--no-counters", argv_file.read_text().split())
+
+
 class InterruptTest(Temp):
     def test_ctrl_c_stops_the_gradings_under_way(self):
         """A grading runs in a session of its own (for its time limit), so Ctrl-C does not reach it:
