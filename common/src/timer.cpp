@@ -5,12 +5,16 @@
 #include "workbook/device_buffer.hpp"
 #include "workbook/stream.hpp"
 
-#include <cuda_profiler_api.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
+
+// The CUDA runtime's profiler range (cuda_profiler_api.h), declared here: that header is not in every
+// toolkit layout (CI's CUDA 12.4 one, from PyPI's wheels, lacks it), and libcudart exports both with
+// C linkage.
+extern "C" cudaError_t cudaProfilerStart(void);
+extern "C" cudaError_t cudaProfilerStop(void);
 
 namespace workbook {
 
