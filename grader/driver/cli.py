@@ -361,7 +361,8 @@ class Grader:
         with self.gpu.exclusive():
             lines, elapsed_s = counters.profile(run_phase, program, f"[{task.tag}][perf]", ncu=self.ncu,
                                                 seed=self.seed, timeout_s=self._timeout(lesson) * PROFILE_SLOWDOWN,
-                                                env=self.env, least_bytes=metrics[counters.PROFILED_BYTES])
+                                                env=self.env, least_bytes=metrics[counters.PROFILED_BYTES],
+                                                bandwidth_bound=task.perf_metric in counters.BANDWIDTH_METRICS)
         wall["counters"] = wall.get("counters", 0.0) + elapsed_s
         metrics["counters_s"] = round(elapsed_s, 2)
         performance.details += "\n" + "\n".join(lines) + f"\n(Profiling took {elapsed_s:.0f} s.)"

@@ -17,10 +17,10 @@ CUPTI tracer cannot share one, ../shared/PLATFORM.md), with WORKBOOK_PROFILE set
 workbook::run_profiled runs the student's call that counted (never a yardstick's) once more inside
 cudaProfilerStart/Stop, the only range ncu profiles (`command`). A timed test that opens such a
 range records the metric "profiled_bytes", what that call must move; only those are profiled
-(lesson 05's pipelines, timed by the host's clock, are not). This module reads ncu's CSV and
-describes each kernel's counters. It names no cause: a diagnosis is a claim, and claims wait for
-thresholds measured on a GPU with a broken variant for each (grader/README.md, "Hints: claims
-backed by evidence").
+(lesson 05's pipelines, timed by the host's clock, are not). This module reads ncu's CSV, describes
+each kernel's counters, and names a cause only where a counter proves it (`diagnose`): each cause a
+registered hint (grader/hints.json) with a broken variant that triggers it, each threshold set from
+the counters of the references and of those variants on an H100 (the figures beside DIAGNOSES).
 
 Where ncu is missing, or the counters are restricted to administrators (ERR_NVGPUCTRPERM, the
 default on many course servers), `failure` says so in one line, with what an administrator does.
@@ -42,6 +42,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from .scoring import hint
+
 # What ncu reads (sm_70 and later). The first four were checked on an H100 (PLATFORM.md).
 GLOBAL_LOAD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 GLOBAL_LOAD_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
@@ -49,18 +51,35 @@ GLOBAL_STORE_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
 GLOBAL_STORE_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
 SHARED_LOAD_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 SHARED_STORE_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
-SHARED_LOAD_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_shared_op_ld.sum"
-SHARED_STORE_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_shared_op_st.sum"
+# Shared memory: wavefronts (the passes the data pipe makes) per shared-memory instruction. A warp's
+# 4-byte accesses without conflicts take 1, 16-byte ones 4; an n-way conflict takes n times as many.
+# (The bank-conflict counters above also count stalls that share L1's banks with global traffic.)
+SHARED_LOAD_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
+SHARED_STORE_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
+SHARED_LOAD_INSTRUCTIONS = "smsp__sass_inst_executed_op_shared_ld.sum"
+SHARED_STORE_INSTRUCTIONS = "smsp__sass_inst_executed_op_shared_st.sum"
+# Of the bytes in the sectors a global load or store fetched, the percentage its threads asked for.
+GLOBAL_LOAD_EFFICIENCY = "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct"
+GLOBAL_STORE_EFFICIENCY = "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct"
 THREADS_PER_INSTRUCTION = "smsp__thread_inst_executed_per_inst_executed.ratio"
 ACTIVE_WARPS_PCT = "sm__warps_active.avg.pct_of_peak_sustained_active"
+THEORETICAL_WARPS_PCT = "sm__maximum_warps_per_active_cycle_pct"
 DRAM_READ_BYTES = "dram__bytes_read.sum"
 DRAM_WRITE_BYTES = "dram__bytes_write.sum"
 LOCAL_LOAD_BYTES = "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum"
 LOCAL_STORE_BYTES = "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"
+DURATION = "gpu__time_duration.sum"
+GRID_SIZE = "launch__grid_size"
+BLOCK_SIZE = "launch__block_size"
+REGISTERS = "launch__registers_per_thread"
+SMS = "device__attribute_multiprocessor_count"
+WAVES = "launch__waves_per_multiprocessor"
 METRICS = (GLOBAL_LOAD_SECTORS, GLOBAL_LOAD_REQUESTS, GLOBAL_STORE_SECTORS, GLOBAL_STORE_REQUESTS,
-           SHARED_LOAD_CONFLICTS, SHARED_STORE_CONFLICTS, SHARED_LOAD_REQUESTS, SHARED_STORE_REQUESTS,
-           THREADS_PER_INSTRUCTION, ACTIVE_WARPS_PCT, DRAM_READ_BYTES, DRAM_WRITE_BYTES, LOCAL_LOAD_BYTES,
-           LOCAL_STORE_BYTES)
+           GLOBAL_LOAD_EFFICIENCY, GLOBAL_STORE_EFFICIENCY,
+           SHARED_LOAD_CONFLICTS, SHARED_STORE_CONFLICTS, SHARED_LOAD_WAVEFRONTS, SHARED_STORE_WAVEFRONTS,
+           SHARED_LOAD_INSTRUCTIONS, SHARED_STORE_INSTRUCTIONS,
+           THREADS_PER_INSTRUCTION, ACTIVE_WARPS_PCT, THEORETICAL_WARPS_PCT, DRAM_READ_BYTES, DRAM_WRITE_BYTES,
+           LOCAL_LOAD_BYTES, LOCAL_STORE_BYTES, DURATION, GRID_SIZE, BLOCK_SIZE, REGISTERS, SMS, WAVES)
 
 PROFILE_ENV = {"WORKBOOK_PROFILE": "1"}  # workbook::profiling_requested() (common/include/workbook/timer.hpp)
 # The metric a timed test records when it opens a profiled range: the bytes its profiled call must move.
@@ -167,11 +186,12 @@ def describe(kernel: Kernel, least_bytes: Optional[float] = None) -> List[str]:
         if per_request is not None:
             lines.append(f"{what}: {per_request:.1f} sectors of 32 bytes per warp request (a warp's 4-byte accesses "
                          "to consecutive addresses take 4, 16-byte ones 16; 4-byte ones to 32 far-apart addresses 32)")
-    for what, conflicts, requests in (("shared loads", SHARED_LOAD_CONFLICTS, SHARED_LOAD_REQUESTS),
-                                      ("shared stores", SHARED_STORE_CONFLICTS, SHARED_STORE_REQUESTS)):
-        per_request = kernel.ratio(conflicts, requests)
-        if per_request is not None:
-            lines.append(f"{what}: {per_request:.2f} bank conflicts per warp request (0 without conflicts)")
+    for what, wavefronts, instructions in (("shared loads", SHARED_LOAD_WAVEFRONTS, SHARED_LOAD_INSTRUCTIONS),
+                                           ("shared stores", SHARED_STORE_WAVEFRONTS, SHARED_STORE_INSTRUCTIONS)):
+        per_instruction = kernel.ratio(wavefronts, instructions)
+        if per_instruction is not None:
+            lines.append(f"{what}: {per_instruction:.1f} wavefronts per warp instruction (1 for 4-byte accesses "
+                         "without bank conflicts, 4 for 16-byte ones; an n-way conflict takes n times as many)")
     threads = kernel.value(THREADS_PER_INSTRUCTION)
     if threads is not None:
         lines.append(f"threads per executed instruction: {threads:.1f} (32 when no warp diverges)")
@@ -189,6 +209,122 @@ def describe(kernel: Kernel, least_bytes: Optional[float] = None) -> List[str]:
     if all(v is not None for v in local):
         lines.append(f"local memory (register spills, or arrays the compiler could not keep in registers): "
                      f"{_per(sum(local) / 1e6, 'MB')} loaded and stored (0 when there are none)")
+    return lines
+
+
+# What proves a cause, and the thresholds, measured with ncu on an H100 (November 2026, the
+# timed call of each task; tools/gpu_check.sh ncu records them):
+#   global sector use     references 100% (loads and stores; 82% where a warp broadcasts one element,
+#                         tiled_without_tiles); vector_add_uncoalesced and sum_one_thread_per_block 12.5%
+#   shared wavefronts     references 1.0 per instruction, 5.0 and 2.4 in lesson 03's challenge (16-byte
+#                         and transposing accesses); tiled_bank_conflicts 17 and 16.6
+#   threads/instruction   references 31.9-32; sum_one_thread_per_block 1.0
+#   blocks                references a grid of at least the SM count; sum_few_blocks 8 blocks for 132 SMs
+#   DRAM / task minimum   references and students 1.00-1.03 (vector_add_uncoalesced too: L2 absorbs its
+#                         waste); sum_via_doubles 5.1
+LEAST_SECTOR_USE_PCT = 40.0   # below: more than half of every sector fetched is thrown away
+SHARE_OF_SECTORS = 0.1        # an access counts when it is at least this share of the kernel's sectors
+MOST_WAVEFRONTS = 8.0         # 16-byte accesses without conflicts take 4; 8 takes a 2-way conflict at least
+FEWEST_THREADS = 16.0         # half of each warp idle, on average over every instruction
+MOST_DRAM = 1.5               # x the bytes the task must move, on a task measured in bandwidth
+# The figures of merit that are a bandwidth (the manifest's performance metrics): moving more bytes
+# than the task needs is a cause of its own there.
+BANDWIDTH_METRICS = frozenset({"fraction_of_copy_bandwidth", "fraction_of_cub"})
+SHARE_OF_TIME = 0.25          # a kernel is diagnosed when it took at least this share of the call's time
+
+
+class Diagnosis(NamedTuple):
+    """A cause a counter proves: the registered hint's id, the kernel, and the line the verdict shows."""
+    hint_id: str
+    kernel: str
+    line: str
+
+
+def _timed_kernels(kernels: Sequence[Kernel]) -> List[Kernel]:
+    """The launches that took a real share of the call (all of them when ncu gave no durations): a
+    one-block kernel that adds 100 partial sums is not why a reduction is slow."""
+    durations = [k.value(DURATION) for k in kernels]
+    if any(d is None for d in durations) or not sum(durations):
+        return list(kernels)
+    total = sum(durations)
+    return [k for k, d in zip(kernels, durations) if d >= SHARE_OF_TIME * total]
+
+
+def diagnose(kernels: Sequence[Kernel], least_bytes: Optional[float] = None,
+             bandwidth_bound: bool = False) -> List[Diagnosis]:
+    """The causes the counters prove, each once per kernel name. `least_bytes` is what the task must
+    move; `bandwidth_bound` says the task is measured against a bandwidth (lessons 01, 02, 04), where
+    moving more than that is itself a cause (a matrix multiply reads its inputs many times, and must)."""
+    found: List[Diagnosis] = []
+    seen = set()
+
+    def add(hint_id: str, kernel: Kernel, line: str) -> None:
+        if (hint_id, kernel.name) not in seen:
+            seen.add((hint_id, kernel.name))
+            found.append(Diagnosis(hint_id, short_name(kernel.name), line))
+
+    for kernel in _timed_kernels(kernels):
+        name = short_name(kernel.name)
+        sectors = [kernel.value(m) or 0.0 for m in (GLOBAL_LOAD_SECTORS, GLOBAL_STORE_SECTORS)]
+        for what, use_metric, count in (("loads", GLOBAL_LOAD_EFFICIENCY, sectors[0]),
+                                        ("stores", GLOBAL_STORE_EFFICIENCY, sectors[1])):
+            use = kernel.value(use_metric)
+            if use is not None and use < LEAST_SECTOR_USE_PCT and count >= SHARE_OF_SECTORS * sum(sectors):
+                add("uncoalesced-access", kernel,
+                    f"{name}'s global {what} use {use:.1f}% of the bytes in the 32-byte sectors they fetch (100% "
+                    "when the 32 threads of a warp access consecutive addresses)")
+        for what, wavefronts, instructions in (("loads", SHARED_LOAD_WAVEFRONTS, SHARED_LOAD_INSTRUCTIONS),
+                                               ("stores", SHARED_STORE_WAVEFRONTS, SHARED_STORE_INSTRUCTIONS)):
+            per_instruction = kernel.ratio(wavefronts, instructions)
+            if per_instruction is not None and per_instruction >= MOST_WAVEFRONTS:
+                add("bank-conflicts", kernel,
+                    f"{name}'s shared-memory {what} take {per_instruction:.1f} wavefronts per warp instruction "
+                    "(1 without bank conflicts for 4-byte accesses, 4 for 16-byte ones)")
+        threads = kernel.value(THREADS_PER_INSTRUCTION)
+        if threads is not None and threads < FEWEST_THREADS:
+            add("idle-lanes", kernel,
+                f"{name}: {threads:.1f} of a warp's 32 threads executed each instruction, on average")
+        grid, sms = kernel.value(GRID_SIZE), kernel.value(SMS)
+        if grid is not None and sms and grid < sms:
+            add("too-few-blocks", kernel,
+                f"{name} ran {grid:.0f} blocks on a GPU of {sms:.0f} SMs: {sms - grid:.0f} SMs had no block")
+    if bandwidth_bound and least_bytes:
+        moved = [(k.value(DRAM_READ_BYTES), k.value(DRAM_WRITE_BYTES)) for k in kernels]
+        if moved and all(r is not None and w is not None for r, w in moved):
+            total = sum(r + w for r, w in moved)
+            if total >= MOST_DRAM * least_bytes:
+                kernel = max(kernels, key=lambda k: (k.value(DRAM_READ_BYTES) or 0) + (k.value(DRAM_WRITE_BYTES) or 0))
+                add("excess-dram", kernel,
+                    f"the call's kernels read and wrote {total / 1e6:.0f} MB of DRAM, {total / least_bytes:.1f} x "
+                    f"the {least_bytes / 1e6:.0f} MB the task must move")
+    return found
+
+
+def hint_lines(diagnoses: Sequence[Diagnosis]) -> List[str]:
+    """The verdict's lines for the proven causes: each hint once, with the counters that prove it
+    (the claims are grader/hints.json's)."""
+    lines = []
+    for hint_id in dict.fromkeys(d.hint_id for d in diagnoses):
+        evidence = "; ".join(d.line for d in diagnoses if d.hint_id == hint_id)
+        if hint_id == "uncoalesced-access":
+            lines.append(hint("uncoalesced-access", f"{evidence}. Most of each sector fetched is thrown away: the "
+                              "threads of a warp do not access consecutive addresses together (they are far apart, or "
+                              "few threads take part). Let consecutive threads (threadIdx.x) access consecutive "
+                              "elements."))
+        elif hint_id == "bank-conflicts":
+            lines.append(hint("bank-conflicts", f"{evidence}. The threads of a warp hit one shared-memory bank at "
+                              "different addresses, so each access is split into several passes: make consecutive "
+                              "threads access consecutive words (swap the tile's indices, or pad each row by one)."))
+        elif hint_id == "idle-lanes":
+            lines.append(hint("idle-lanes", f"{evidence}. Most threads of each warp sit idle while a few work (a "
+                              "branch only some take, or one thread doing a block's work): give every thread of a "
+                              "warp the same work."))
+        elif hint_id == "too-few-blocks":
+            lines.append(hint("too-few-blocks", f"{evidence}. Launch at least one block per SM, better enough to fill "
+                              "each (a grid-stride loop covers any n with any grid)."))
+        elif hint_id == "excess-dram":
+            lines.append(hint("excess-dram", f"{evidence}. DRAM sets the speed of this task: read the input once "
+                              "and keep what comes between in registers or shared memory."))
     return lines
 
 
@@ -220,11 +356,13 @@ def short_name(kernel: str) -> str:
     return kernel.split("(", 1)[0].strip() or kernel
 
 
-def report(kernels: Sequence[Kernel], least_bytes: Optional[float] = None) -> List[str]:
-    """The lines a verdict shows: each kernel the timed call launched (its first launch), with its
-    counters beside their ideals."""
-    lines = ["Counters of the timed call (Nsight Compute), each beside its ideal; they describe, the "
-             "grader names no cause from them yet:"]
+def report(kernels: Sequence[Kernel], least_bytes: Optional[float] = None, bandwidth_bound: bool = False) -> List[str]:
+    """The lines a verdict shows: the causes the counters prove (hints), then each kernel the timed
+    call launched (its first launch), with its counters beside their ideals."""
+    diagnoses = diagnose(kernels, least_bytes, bandwidth_bound)
+    lines = hint_lines(diagnoses)
+    lines.append("Counters of the timed call (Nsight Compute), each beside its ideal" +
+                 (":" if diagnoses else "; none of them proves a cause of its own, so no hint:"))
     seen = set()
     for kernel in kernels:
         if kernel.name in seen:
@@ -237,7 +375,8 @@ def report(kernels: Sequence[Kernel], least_bytes: Optional[float] = None) -> Li
 
 
 def profile(run_phase: Callable, program: str, spec: str, *, ncu: str, seed: int, timeout_s: float,
-            env: Dict[str, str], least_bytes: Optional[float] = None) -> Tuple[List[str], float]:
+            env: Dict[str, str], least_bytes: Optional[float] = None,
+            bandwidth_bound: bool = False) -> Tuple[List[str], float]:
     """Runs `program spec` (a task's timed test) under ncu and returns what the verdict shows
     (report(), or the one line of failure()) and how long it took."""
     with tempfile.TemporaryDirectory(prefix="workbook-counters-") as tmp:
@@ -254,5 +393,5 @@ def profile(run_phase: Callable, program: str, spec: str, *, ncu: str, seed: int
         kernels = parse(text)
     except CountersError as e:
         return [f"No counters: {e}."], phase.elapsed_s
-    return (report(kernels, least_bytes) if kernels else ["No counters: ncu profiled no kernel of the timed call."],
+    return (report(kernels, least_bytes, bandwidth_bound) if kernels else ["No counters: ncu profiled no kernel of the timed call."],
             phase.elapsed_s)

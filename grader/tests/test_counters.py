@@ -1,5 +1,6 @@
-"""grader/driver/counters.py: ncu's CSV read as its versions print it, why it gave no counters, and
-the counters described beside their ideals. Host-only: the CSV here is written as ncu writes it."""
+"""grader/driver/counters.py: ncu's CSV read as its versions print it, why it gave no counters, the
+counters described beside their ideals, and the causes they prove. Host-only: the CSV is written as
+ncu writes it, or is what ncu wrote on an H100 (data/ncu/, tools/gpu_check.sh ncu)."""
 import sys
 import tempfile
 import unittest
@@ -26,8 +27,8 @@ def rows_2025(launch, kernel, values):
 UNCOALESCED = {
     counters.GLOBAL_LOAD_SECTORS: '"16,777,216"', counters.GLOBAL_LOAD_REQUESTS: '"524,288"',
     counters.GLOBAL_STORE_SECTORS: '"2,097,152"', counters.GLOBAL_STORE_REQUESTS: '"524,288"',
-    counters.SHARED_LOAD_CONFLICTS: '"0"', counters.SHARED_LOAD_REQUESTS: '"0"',
-    counters.SHARED_STORE_CONFLICTS: '"31,744"', counters.SHARED_STORE_REQUESTS: '"1,024"',
+    counters.SHARED_LOAD_WAVEFRONTS: '"0"', counters.SHARED_LOAD_INSTRUCTIONS: '"0"',
+    counters.SHARED_STORE_WAVEFRONTS: '"32,768"', counters.SHARED_STORE_INSTRUCTIONS: '"1,024"',
     counters.THREADS_PER_INSTRUCTION: '"32"', counters.ACTIVE_WARPS_PCT: '"87.41"',
     counters.DRAM_READ_BYTES: '"536,870,912"', counters.DRAM_WRITE_BYTES: '"67,108,864"',
     counters.LOCAL_LOAD_BYTES: '"0"', counters.LOCAL_STORE_BYTES: '"0"',
@@ -101,7 +102,7 @@ class DescribeTest(unittest.TestCase):
         text = "\n".join(counters.describe(kernel, least_bytes=3 * 4 * (1 << 24)))
         self.assertIn("global loads: 32.0 sectors of 32 bytes per warp request", text)
         self.assertIn("global stores: 4.0 sectors", text)
-        self.assertIn("shared stores: 31.00 bank conflicts per warp request (0 without conflicts)", text)
+        self.assertIn("shared stores: 32.0 wavefronts per warp instruction (1 for 4-byte accesses without bank conflicts", text)
         self.assertNotIn("shared loads", text)  # no shared loads: nothing to say of them
         self.assertIn("threads per executed instruction: 32.0 (32 when no warp diverges)", text)
         self.assertIn("achieved occupancy: 87% of the warps", text)
@@ -113,6 +114,82 @@ class DescribeTest(unittest.TestCase):
         kernel = counters.Kernel("0", "k", "", "", {counters.ACTIVE_WARPS_PCT: None,
                                                     counters.THREADS_PER_INSTRUCTION: 20.0})
         self.assertEqual(counters.describe(kernel), ["threads per executed instruction: 20.0 (32 when no warp diverges)"])
+
+
+MEASURED = Path(__file__).resolve().parent / "data" / "ncu"
+# What each task's profiled call must move (its timed test's profiled_bytes) at the graded sizes.
+LEAST_BYTES = {"01": 12 * 2**28, "02": 12 * 2**28, "03": 3 * 4 * 4096**2, "04": 4 * 2**26}
+BANDWIDTH_BOUND = {"01": True, "02": True, "03": False, "04": True}
+
+
+def measured(name):
+    """The kernels of one timed call, as ncu profiled them on an H100 (November 2026)."""
+    return counters.parse((MEASURED / f"{name}.csv").read_text())
+
+
+def hints_for(name):
+    lesson = name[:2]
+    return sorted({d.hint_id for d in counters.diagnose(measured(name), LEAST_BYTES[lesson], BANDWIDTH_BOUND[lesson])})
+
+
+class DiagnoseTest(unittest.TestCase):
+    """Each cause fires on the variant that has it, and on nothing else that was measured: the
+    references, the plain student and the other slow variants."""
+
+    EXPECTED = {
+        "01_vector_add__solutions": [],
+        "01_vector_add__broken_vector_add_uncoalesced": ["uncoalesced-access"],
+        "02_multiply_add__solutions": [],
+        "03_matmul__solutions_challenge": [],
+        "03_matmul__broken_tiled_without_tiles": [],  # slow for want of reuse: no counter here proves it
+        "03_matmul__broken_tiled_bank_conflicts": ["bank-conflicts"],
+        "04_reduction__solutions": [],
+        "04_reduction__students_plain": [],
+        "04_reduction__broken_sum_few_blocks": ["too-few-blocks"],
+        "04_reduction__broken_sum_via_doubles": ["excess-dram"],
+        "04_reduction__broken_sum_one_thread_per_block": ["idle-lanes", "uncoalesced-access"],
+    }
+
+    def test_every_measured_call_gets_exactly_its_causes(self):
+        on_disk = sorted(p.stem for p in MEASURED.glob("*.csv"))
+        self.assertEqual(on_disk, sorted(self.EXPECTED), "data/ncu/ and this table name the same calls")
+        for name, want in self.EXPECTED.items():
+            with self.subTest(name):
+                self.assertEqual(hints_for(name), want)
+
+    def test_the_hint_shows_the_counter_beside_its_ideal(self):
+        [line] = counters.report(measured("04_reduction__broken_sum_few_blocks"), LEAST_BYTES["04"], True)[:1]
+        self.assertIn("Hint [too-few-blocks]: sum_kernel ran 8 blocks on a GPU of 132 SMs: 124 SMs had no block", line)
+        [line] = counters.report(measured("03_matmul__broken_tiled_bank_conflicts"), LEAST_BYTES["03"])[:1]
+        self.assertIn("shared-memory loads take 17.0 wavefronts per warp instruction (1 without bank conflicts", line)
+        [line] = counters.report(measured("04_reduction__broken_sum_via_doubles"), LEAST_BYTES["04"], True)[:1]
+        self.assertIn("1360 MB of DRAM, 5.1 x the 268 MB the task must move", line)
+
+    def test_more_dram_is_a_cause_only_where_the_task_is_a_bandwidth(self):
+        kernels = measured("04_reduction__broken_sum_via_doubles")
+        self.assertEqual(counters.diagnose(kernels, LEAST_BYTES["04"], bandwidth_bound=False), [])
+        self.assertEqual(counters.diagnose(kernels, None, bandwidth_bound=True), [])
+
+    def test_a_kernel_with_a_small_share_of_the_time_is_not_diagnosed(self):
+        # sum_via_doubles ends with a one-thread kernel (narrow<<<1, 1>>>): 1 thread per instruction and
+        # 1 block, a 4-byte load, 0.5% of the call's time. Alone, it would prove all three; beside the others it proves nothing.
+        kernels = measured("04_reduction__broken_sum_via_doubles")
+        narrow = [k for k in kernels if counters.short_name(k.name) == "narrow"]
+        self.assertEqual(sorted(d.hint_id for d in counters.diagnose(narrow)),
+                         ["idle-lanes", "too-few-blocks", "uncoalesced-access"])
+        self.assertNotIn("narrow", [d.kernel for d in counters.diagnose(kernels)])
+
+    def test_a_report_without_a_proven_cause_says_so_and_has_no_hint(self):
+        lines = counters.report(measured("03_matmul__broken_tiled_without_tiles"), LEAST_BYTES["03"])
+        self.assertNotIn("Hint [", "\n".join(lines))
+        self.assertIn("none of them proves a cause of its own, so no hint", lines[0])
+
+    def test_each_threshold_sits_between_what_was_measured(self):
+        # The figures in counters.py's comment: every reference on one side, every variant on the other.
+        self.assertTrue(82.0 > counters.LEAST_SECTOR_USE_PCT > 12.5)
+        self.assertTrue(5.0 < counters.MOST_WAVEFRONTS < 16.6)
+        self.assertTrue(1.0 < counters.FEWEST_THREADS < 31.9)
+        self.assertTrue(1.03 < counters.MOST_DRAM < 5.1)
 
 
 class CommandTest(unittest.TestCase):
@@ -162,8 +239,10 @@ class ProfileTest(unittest.TestCase):
         self.assertEqual((program, spec, kwargs["seed"], elapsed), ("grade_01__alice", "[task_1][perf]", 7, 3.5))
         self.assertEqual(kwargs["env"], {"A": "1", "WORKBOOK_PROFILE": "1"})
         self.assertEqual(kwargs["wrapper"][0], "ncu")
-        self.assertIn("the grader names no cause from them yet", lines[0])
-        self.assertEqual(lines[1], "  vector_add <<<(65536, 1, 1), (256, 1, 1)>>>:")  # each kernel once
+        # The written counters prove a 32-way bank conflict (32 wavefronts per shared store) and nothing else.
+        self.assertTrue(lines[0].startswith("Hint [bank-conflicts]: vector_add's shared-memory stores take 32.0"))
+        self.assertEqual(lines[1], "Counters of the timed call (Nsight Compute), each beside its ideal:")
+        self.assertEqual(lines[2], "  vector_add <<<(65536, 1, 1), (256, 1, 1)>>>:")  # each kernel once
         self.assertEqual(sum(line.startswith("  vector_add") for line in lines), 1)
         self.assertIn("    - global loads: 32.0 sectors", "\n".join(lines))
 

@@ -22,13 +22,13 @@ import crossover  # noqa: E402
 import overlap  # noqa: E402
 from sweep_schema import COLUMNS, TIMELINE_COLUMNS, columns_for, read_sweep, read_timeline  # noqa: E402
 
-SAMPLE = HERE.parent / "samples" / "02_multiply_add_h200.csv"
-MATMUL_SAMPLE = HERE.parent / "samples" / "03_matmul_h200.csv"
+SAMPLE = HERE.parent / "samples" / "02_multiply_add_h100.csv"
+MATMUL_SAMPLE = HERE.parent / "samples" / "03_matmul_h100.csv"
 REDUCTION_SAMPLE = HERE.parent / "samples" / "04_reduction_h100.csv"
 REDUCTION_FIGURES = ("fraction_of_cub", "gbps_vs_n", "time_vs_n")
 # Lesson 05's samples, from one ./sweep 05 on an H100 (its CSV and its timeline).
-STREAMS_SAMPLE = HERE.parent / "samples" / "05_streams_h200.csv"
-STREAMS_TIMELINE_SAMPLE = HERE.parent / "samples" / "05_streams_timeline_h200.csv"
+STREAMS_SAMPLE = HERE.parent / "samples" / "05_streams_h100.csv"
+STREAMS_TIMELINE_SAMPLE = HERE.parent / "samples" / "05_streams_timeline_h100.csv"
 STREAMS_FIGURES = ("time_vs_chunks", "timeline")
 FIGURES = ("time_vs_n", "bandwidth_vs_block", "student_vs_reference", "kernel_vs_transfer")
 MAGIC = {"png": b"\x89PNG", "pdf": b"%PDF", "svg": b"<?xml"}
@@ -137,7 +137,7 @@ class PlotTest(unittest.TestCase):
                     self.assertGreater(len(data), 10_000, f"{path.name} is nearly empty")
                     self.assertTrue(data.startswith(MAGIC[ext]), f"{path.name} is not a {ext} file")
                     if ext == "svg":
-                        self.assertIn(b"NVIDIA H200", data)  # the GPU's name is on the figure
+                        self.assertIn(b"NVIDIA H100", data)  # the GPU's name is on the figure
 
     def test_every_figure_as_png_and_pdf(self):
         self.check_figures("pdf")
@@ -171,7 +171,7 @@ class PlotTest(unittest.TestCase):
             self.assertEqual(written, [f"03_matmul_{name}.{ext}" for name in ("fraction_of_cublas", "gflops_vs_n")
                                        for ext in ("png", "svg")])
             svg = (Path(out) / "03_matmul_gflops_vs_n.svg").read_text()
-            for text in ("cuBLAS FP32", "cuBLAS TF32", "matmul_tiled", "GFLOP/s", "NVIDIA H200"):
+            for text in ("cuBLAS FP32", "cuBLAS TF32", "matmul_tiled", "GFLOP/s", "NVIDIA H100"):
                 self.assertIn(text, svg)
             self.assertIn("of cuBLAS FP32", (Path(out) / "03_matmul_fraction_of_cublas.svg").read_text())
 
@@ -303,10 +303,10 @@ class PlotTest(unittest.TestCase):
 
 class StreamsPlotTest(unittest.TestCase):
     """Lesson 05: time against chunks between the overlap bound and the sequential time, and
-    the timeline of one traced call, from the samples of a GPU run. They come from an H200:
+    the timeline of one traced call, from the samples of a GPU run. They come from an H100:
         ./sweep 05 --tree grader/tests/students/plain
-        cp sweep-results/05_streams.csv tools/bench/samples/05_streams_h200.csv
-        cp sweep-results/05_streams_timeline.csv tools/bench/samples/05_streams_timeline_h200.csv
+        cp sweep-results/05_streams.csv tools/bench/samples/05_streams_h100.csv
+        cp sweep-results/05_streams_timeline.csv tools/bench/samples/05_streams_timeline_h100.csv
     and these tests fail, saying so, when either is missing."""
 
     def setUp(self):
