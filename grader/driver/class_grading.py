@@ -346,7 +346,7 @@ def available_gpus(given: Optional[str]) -> List[Optional[str]]:
 
 def time_limit(lessons: List[Lesson], timeout: Optional[float]) -> float:
     """A whole grading's limit: each task's phases (correctness, performance, the reference's and a
-    second measurement near the threshold, the check of its pass under compute-sanitizer) at their
+    second measurement below the threshold, the check of its pass under compute-sanitizer) at their
     limit, the sanitizer's start-up once per tool a lesson names, and room for the device query."""
     total = 300.0
     for lesson in lessons:

@@ -27,7 +27,7 @@ from .runner import PhaseResult, exit_on_sigterm, run_phase, side_by_side
 from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
                       COMPILE_ERROR, MISSING, SKIPPED, STATUS_LABELS, ComponentResult, GradeRun, LessonResult,
                       SanitizerRun, TaskResult, ToolOutcome, confirm_correctness, fell_short, judge_correctness,
-                      judge_performance, lesson_not_gradable, near_threshold, note_other_processes,
+                      judge_performance, lesson_not_gradable, measure_again, note_other_processes,
                       sanitizer_outcome)
 
 EXIT_OK, EXIT_NOT_ALL_PASSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD, EXIT_NO_GPU_NOR_COMPILE = 0, 1, 2, 3, 4, 5
@@ -407,8 +407,8 @@ class Grader:
                 self._say(f"  {lesson.slug} task {task.id}: ")
                 perf_phase, reference_phase, others = self._timed(program, lesson, task)
                 timed = [perf_phase, reference_phase]
-                if near_threshold(task, perf_phase):  # timing noise must not decide the verdict
-                    self._say("near the threshold: measuring again, ")
+                if measure_again(task, perf_phase):  # timing noise must not decide the verdict
+                    self._say("below the threshold: measuring again, ")
                     second, second_reference, more = self._timed(program, lesson, task)
                     again = (second, second_reference)
                     timed += [second, second_reference]
