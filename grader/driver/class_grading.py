@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import build
+from . import build, counters
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import write_reports
 from .scoring import COMPILE_ERROR, MISSING, GradeRun, lesson_not_gradable
@@ -345,13 +345,16 @@ def available_gpus(given: Optional[str]) -> List[Optional[str]]:
 
 
 def time_limit(lessons: List[Lesson], timeout: Optional[float]) -> float:
-    """A whole grading's limit: each task's phases (correctness, performance, the reference's and a
-    second measurement below the threshold, the check of its pass under compute-sanitizer) at their
-    limit, the sanitizer's start-up once per tool a lesson names, and room for the device query."""
+    """A whole grading's limit: each task's phases at their limit (correctness and the check of its
+    pass under compute-sanitizer; for a timed task also its timed test and the reference's, twice
+    when the first falls short, and its counters under Nsight Compute, slower by
+    counters.PROFILE_SLOWDOWN), the sanitizer's start-up once per tool a lesson names, and room for
+    the device query."""
     total = 300.0
     for lesson in lessons:
         tools = {tool for task in lesson.tasks for tool in task.sanitizers}
-        total += 4 * (timeout or lesson.timeout_s) * len(lesson.tasks) + 60 * len(tools)
+        phases = sum(2 + (4 + counters.PROFILE_SLOWDOWN if task.performance_points else 0) for task in lesson.tasks)
+        total += phases * (timeout or lesson.timeout_s) + 60 * len(tools)
     return total
 
 

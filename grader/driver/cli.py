@@ -32,7 +32,6 @@ from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMP
 
 EXIT_OK, EXIT_NOT_ALL_PASSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD, EXIT_NO_GPU_NOR_COMPILE = 0, 1, 2, 3, 4, 5
 SANITIZER_SLOWDOWN = 10  # compute-sanitizer slows kernels and API calls this much, give or take
-PROFILE_SLOWDOWN = 4  # a timed test under ncu: the profiled kernels replayed once per pass, the rest unchanged
 # The check of a pass under compute-sanitizer gets CHECK_START_S plus CHECK_SLOWDOWN times what the
 # same tests took without it (Grader._check_limit). It runs the small sizes only, so this is generous;
 # a check that runs out of time leaves the pass standing, unconfirmed.
@@ -360,7 +359,7 @@ class Grader:
         metrics = performance.metrics
         with self.gpu.exclusive():
             lines, elapsed_s = counters.profile(run_phase, program, f"[{task.tag}][perf]", ncu=self.ncu,
-                                                seed=self.seed, timeout_s=self._timeout(lesson) * PROFILE_SLOWDOWN,
+                                                seed=self.seed, timeout_s=self._timeout(lesson) * counters.PROFILE_SLOWDOWN,
                                                 env=self.env, least_bytes=metrics[counters.PROFILED_BYTES],
                                                 bandwidth_bound=task.perf_metric in counters.BANDWIDTH_METRICS)
         wall["counters"] = wall.get("counters", 0.0) + elapsed_s

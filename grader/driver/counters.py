@@ -81,6 +81,7 @@ METRICS = (GLOBAL_LOAD_SECTORS, GLOBAL_LOAD_REQUESTS, GLOBAL_STORE_SECTORS, GLOB
            THREADS_PER_INSTRUCTION, ACTIVE_WARPS_PCT, THEORETICAL_WARPS_PCT, DRAM_READ_BYTES, DRAM_WRITE_BYTES,
            LOCAL_LOAD_BYTES, LOCAL_STORE_BYTES, DURATION, GRID_SIZE, BLOCK_SIZE, REGISTERS, SMS, WAVES)
 
+PROFILE_SLOWDOWN = 4  # a timed test under ncu: the profiled kernels replayed once per pass, the rest unchanged
 PROFILE_ENV = {"WORKBOOK_PROFILE": "1"}  # workbook::profiling_requested() (common/include/workbook/timer.hpp)
 # The metric a timed test records when it opens a profiled range: the bytes its profiled call must move.
 PROFILED_BYTES = "profiled_bytes"
@@ -213,17 +214,23 @@ def describe(kernel: Kernel, least_bytes: Optional[float] = None) -> List[str]:
 
 
 # What proves a cause, and the thresholds, measured with ncu on an H100 (November 2026, the
-# timed call of each task; tools/gpu_check.sh ncu records them):
-#   global sector use     references 100% (loads and stores; 82% where a warp broadcasts one element,
-#                         tiled_without_tiles); vector_add_uncoalesced and sum_one_thread_per_block 12.5%
+# timed call of each task; tools/gpu_check.sh ncu records them, grader/tests/data/ncu/ holds them):
+#   global accesses       the references' loads use 100% of the bytes of the sectors they touch, at 4
+#                         (4-byte) or 16 (16-byte) sectors per request; their stores too, but for small
+#                         streams left out by SHARE_OF_SECTORS (lesson 04's one partial per block 12.5%,
+#                         lesson 03's challenge 50%). vector_add_uncoalesced: 12.5% at 32 sectors per
+#                         request. A warp that broadcasts one element, or has one active thread, also
+#                         uses 12.5% of one sector per request: not uncoalesced, and left out by
+#                         MOST_SECTORS_PER_REQUEST
 #   shared wavefronts     references 1.0 per instruction, 5.0 and 2.4 in lesson 03's challenge (16-byte
 #                         and transposing accesses); tiled_bank_conflicts 17 and 16.6
 #   threads/instruction   references 31.9-32; sum_one_thread_per_block 1.0
 #   blocks                references a grid of at least the SM count; sum_few_blocks 8 blocks for 132 SMs
 #   DRAM / task minimum   references and students 1.00-1.03 (vector_add_uncoalesced too: L2 absorbs its
 #                         waste); sum_via_doubles 5.1
-LEAST_SECTOR_USE_PCT = 40.0   # below: more than half of every sector fetched is thrown away
-SHARE_OF_SECTORS = 0.1        # an access counts when it is at least this share of the kernel's sectors
+LEAST_SECTOR_USE_PCT = 40.0   # below: a warp's access uses less than 40% of the bytes of the sectors it touches
+MOST_SECTORS_PER_REQUEST = 8  # and touches at least 8 sectors per request (4-byte coalesced: 4)
+SHARE_OF_SECTORS = 0.1        # loads (or stores) count when they are at least this share of the kernel's sectors
 MOST_WAVEFRONTS = 8.0         # 16-byte accesses without conflicts take 4; 8 takes a 2-way conflict at least
 FEWEST_THREADS = 16.0         # half of each warp idle, on average over every instruction
 MOST_DRAM = 1.5               # x the bytes the task must move, on a task measured in bandwidth
@@ -266,13 +273,16 @@ def diagnose(kernels: Sequence[Kernel], least_bytes: Optional[float] = None,
     for kernel in _timed_kernels(kernels):
         name = short_name(kernel.name)
         sectors = [kernel.value(m) or 0.0 for m in (GLOBAL_LOAD_SECTORS, GLOBAL_STORE_SECTORS)]
-        for what, use_metric, count in (("loads", GLOBAL_LOAD_EFFICIENCY, sectors[0]),
-                                        ("stores", GLOBAL_STORE_EFFICIENCY, sectors[1])):
-            use = kernel.value(use_metric)
-            if use is not None and use < LEAST_SECTOR_USE_PCT and count >= SHARE_OF_SECTORS * sum(sectors):
+        for what, use_metric, count, requests in (("loads", GLOBAL_LOAD_EFFICIENCY, sectors[0], GLOBAL_LOAD_REQUESTS),
+                                                  ("stores", GLOBAL_STORE_EFFICIENCY, sectors[1], GLOBAL_STORE_REQUESTS)):
+            use, requested = kernel.value(use_metric), kernel.value(requests)
+            if use is None or not requested or count <= 0 or count < SHARE_OF_SECTORS * sum(sectors):
+                continue
+            per_request = count / requested
+            if use < LEAST_SECTOR_USE_PCT and per_request >= MOST_SECTORS_PER_REQUEST:
                 add("uncoalesced-access", kernel,
-                    f"{name}'s global {what} use {use:.1f}% of the bytes in the 32-byte sectors they fetch (100% "
-                    "when the 32 threads of a warp access consecutive addresses)")
+                    f"{name}'s global {what} touch {per_request:.1f} sectors of 32 bytes per warp request and use "
+                    f"{use:.1f}% of their bytes (a warp's 4-byte accesses to consecutive addresses: 4 sectors, 100%)")
         for what, wavefronts, instructions in (("loads", SHARED_LOAD_WAVEFRONTS, SHARED_LOAD_INSTRUCTIONS),
                                                ("stores", SHARED_STORE_WAVEFRONTS, SHARED_STORE_INSTRUCTIONS)):
             per_instruction = kernel.ratio(wavefronts, instructions)
@@ -280,10 +290,11 @@ def diagnose(kernels: Sequence[Kernel], least_bytes: Optional[float] = None,
                 add("bank-conflicts", kernel,
                     f"{name}'s shared-memory {what} take {per_instruction:.1f} wavefronts per warp instruction "
                     "(1 without bank conflicts for 4-byte accesses, 4 for 16-byte ones)")
-        threads = kernel.value(THREADS_PER_INSTRUCTION)
+        threads, block = kernel.value(THREADS_PER_INSTRUCTION), kernel.value(BLOCK_SIZE)
         if threads is not None and threads < FEWEST_THREADS:
+            small = f" (its blocks have {block:.0f} threads: a warp holds 32)" if block is not None and block < 32 else ""
             add("idle-lanes", kernel,
-                f"{name}: {threads:.1f} of a warp's 32 threads executed each instruction, on average")
+                f"{name}: {threads:.1f} of a warp's 32 threads executed each instruction, on average{small}")
         grid, sms = kernel.value(GRID_SIZE), kernel.value(SMS)
         if grid is not None and sms and grid < sms:
             add("too-few-blocks", kernel,
@@ -307,18 +318,17 @@ def hint_lines(diagnoses: Sequence[Diagnosis]) -> List[str]:
     for hint_id in dict.fromkeys(d.hint_id for d in diagnoses):
         evidence = "; ".join(d.line for d in diagnoses if d.hint_id == hint_id)
         if hint_id == "uncoalesced-access":
-            lines.append(hint("uncoalesced-access", f"{evidence}. Most of each sector fetched is thrown away: the "
-                              "threads of a warp do not access consecutive addresses together (they are far apart, or "
-                              "few threads take part). Let consecutive threads (threadIdx.x) access consecutive "
-                              "elements."))
+            lines.append(hint("uncoalesced-access", f"{evidence}. The threads of a warp access addresses far "
+                              "apart, so each access is split over many sectors: let consecutive threads "
+                              "(threadIdx.x) access consecutive elements."))
         elif hint_id == "bank-conflicts":
             lines.append(hint("bank-conflicts", f"{evidence}. The threads of a warp hit one shared-memory bank at "
                               "different addresses, so each access is split into several passes: make consecutive "
                               "threads access consecutive words (swap the tile's indices, or pad each row by one)."))
         elif hint_id == "idle-lanes":
             lines.append(hint("idle-lanes", f"{evidence}. Most threads of each warp sit idle while a few work (a "
-                              "branch only some take, or one thread doing a block's work): give every thread of a "
-                              "warp the same work."))
+                              "branch only some take, one thread doing a block's work, or blocks smaller than a "
+                              "warp): give every thread of a warp the same work."))
         elif hint_id == "too-few-blocks":
             lines.append(hint("too-few-blocks", f"{evidence}. Launch at least one block per SM, better enough to fill "
                               "each (a grid-stride loop covers any n with any grid)."))
