@@ -81,6 +81,13 @@ METRICS = (GLOBAL_LOAD_SECTORS, GLOBAL_LOAD_REQUESTS, GLOBAL_STORE_SECTORS, GLOB
            THREADS_PER_INSTRUCTION, ACTIVE_WARPS_PCT, THEORETICAL_WARPS_PCT, DRAM_READ_BYTES, DRAM_WRITE_BYTES,
            LOCAL_LOAD_BYTES, LOCAL_STORE_BYTES, DURATION, GRID_SIZE, BLOCK_SIZE, REGISTERS, SMS, WAVES)
 
+# Each kind of access with the counters that describe it: (what, sectors, requests, sector use) for
+# global memory, (what, wavefronts, instructions) for shared memory.
+GLOBAL_ACCESSES = (("loads", GLOBAL_LOAD_SECTORS, GLOBAL_LOAD_REQUESTS, GLOBAL_LOAD_EFFICIENCY),
+                   ("stores", GLOBAL_STORE_SECTORS, GLOBAL_STORE_REQUESTS, GLOBAL_STORE_EFFICIENCY))
+SHARED_ACCESSES = (("loads", SHARED_LOAD_WAVEFRONTS, SHARED_LOAD_INSTRUCTIONS),
+                   ("stores", SHARED_STORE_WAVEFRONTS, SHARED_STORE_INSTRUCTIONS))
+
 PROFILE_SLOWDOWN = 4  # a timed test under ncu: the profiled kernels replayed once per pass, the rest unchanged
 PROFILE_ENV = {"WORKBOOK_PROFILE": "1"}  # workbook::profiling_requested() (common/include/workbook/timer.hpp)
 # The metric a timed test records when it opens a profiled range: the bytes its profiled call must move.
@@ -181,17 +188,15 @@ def describe(kernel: Kernel, least_bytes: Optional[float] = None) -> List[str]:
     """The kernel's counters, each beside its ideal, one line each; counters ncu did not give
     are left out. `least_bytes` is what the task must move to and from DRAM, when known."""
     lines = []
-    for what, sectors, requests in (("global loads", GLOBAL_LOAD_SECTORS, GLOBAL_LOAD_REQUESTS),
-                                    ("global stores", GLOBAL_STORE_SECTORS, GLOBAL_STORE_REQUESTS)):
+    for what, sectors, requests, _ in GLOBAL_ACCESSES:
         per_request = kernel.ratio(sectors, requests)
         if per_request is not None:
-            lines.append(f"{what}: {per_request:.1f} sectors of 32 bytes per warp request (a warp's 4-byte accesses "
+            lines.append(f"global {what}: {per_request:.1f} sectors of 32 bytes per warp request (a warp's 4-byte accesses "
                          "to consecutive addresses take 4, 16-byte ones 16; 4-byte ones to 32 far-apart addresses 32)")
-    for what, wavefronts, instructions in (("shared loads", SHARED_LOAD_WAVEFRONTS, SHARED_LOAD_INSTRUCTIONS),
-                                           ("shared stores", SHARED_STORE_WAVEFRONTS, SHARED_STORE_INSTRUCTIONS)):
+    for what, wavefronts, instructions in SHARED_ACCESSES:
         per_instruction = kernel.ratio(wavefronts, instructions)
         if per_instruction is not None:
-            lines.append(f"{what}: {per_instruction:.1f} wavefronts per warp instruction (1 for 4-byte accesses "
+            lines.append(f"shared {what}: {per_instruction:.1f} wavefronts per warp instruction (1 for 4-byte accesses "
                          "without bank conflicts, 4 for 16-byte ones; an n-way conflict takes n times as many)")
     threads = kernel.value(THREADS_PER_INSTRUCTION)
     if threads is not None:
@@ -221,7 +226,7 @@ def describe(kernel: Kernel, least_bytes: Optional[float] = None) -> List[str]:
 #                         lesson 03's challenge 50%). vector_add_uncoalesced: 12.5% at 32 sectors per
 #                         request. A warp that broadcasts one element, or has one active thread, also
 #                         uses 12.5% of one sector per request: not uncoalesced, and left out by
-#                         MOST_SECTORS_PER_REQUEST
+#                         MANY_SECTORS_PER_REQUEST
 #   shared wavefronts     references 1.0 per instruction, 5.0 and 2.4 in lesson 03's challenge (16-byte
 #                         and transposing accesses); tiled_bank_conflicts 17 and 16.6
 #   threads/instruction   references 31.9-32; sum_one_thread_per_block 1.0
@@ -229,7 +234,7 @@ def describe(kernel: Kernel, least_bytes: Optional[float] = None) -> List[str]:
 #   DRAM / task minimum   references and students 1.00-1.03 (vector_add_uncoalesced too: L2 absorbs its
 #                         waste); sum_via_doubles 5.1
 LEAST_SECTOR_USE_PCT = 40.0   # below: a warp's access uses less than 40% of the bytes of the sectors it touches
-MOST_SECTORS_PER_REQUEST = 8  # and touches at least 8 sectors per request (4-byte coalesced: 4)
+MANY_SECTORS_PER_REQUEST = 8  # and touches at least 8 sectors per request (4-byte coalesced: 4)
 SHARE_OF_SECTORS = 0.1        # loads (or stores) count when they are at least this share of the kernel's sectors
 MOST_WAVEFRONTS = 8.0         # 16-byte accesses without conflicts take 4; 8 takes a 2-way conflict at least
 FEWEST_THREADS = 16.0         # half of each warp idle, on average over every instruction
@@ -251,10 +256,28 @@ def _timed_kernels(kernels: Sequence[Kernel]) -> List[Kernel]:
     """The launches that took a real share of the call (all of them when ncu gave no durations): a
     one-block kernel that adds 100 partial sums is not why a reduction is slow."""
     durations = [k.value(DURATION) for k in kernels]
-    if any(d is None for d in durations) or not sum(durations):
+    total = None if any(d is None for d in durations) else sum(durations)
+    if not total:
         return list(kernels)
-    total = sum(durations)
     return [k for k, d in zip(kernels, durations) if d >= SHARE_OF_TIME * total]
+
+
+def wide_access_use(kernel: Kernel) -> Dict[str, Tuple[float, float]]:
+    """Global loads and stores that carry the kernel's traffic (some sectors, and at least
+    SHARE_OF_SECTORS of them): what -> (sectors per request, % of their bytes used)."""
+    sectors = {what: kernel.value(count) or 0.0 for what, count, _, _ in GLOBAL_ACCESSES}
+    found = {}
+    for what, _, requests, use_metric in GLOBAL_ACCESSES:
+        used, requested, count = kernel.value(use_metric), kernel.value(requests), sectors[what]
+        if used is not None and requested and count > 0 and count >= SHARE_OF_SECTORS * sum(sectors.values()):
+            found[what] = (count / requested, used)
+    return found
+
+
+def shared_passes(kernel: Kernel) -> Dict[str, float]:
+    """Shared-memory loads and stores: what -> wavefronts per warp instruction."""
+    ratios = {what: kernel.ratio(wavefronts, instructions) for what, wavefronts, instructions in SHARED_ACCESSES}
+    return {what: r for what, r in ratios.items() if r is not None}
 
 
 def diagnose(kernels: Sequence[Kernel], least_bytes: Optional[float] = None,
@@ -272,21 +295,14 @@ def diagnose(kernels: Sequence[Kernel], least_bytes: Optional[float] = None,
 
     for kernel in _timed_kernels(kernels):
         name = short_name(kernel.name)
-        sectors = [kernel.value(m) or 0.0 for m in (GLOBAL_LOAD_SECTORS, GLOBAL_STORE_SECTORS)]
-        for what, use_metric, count, requests in (("loads", GLOBAL_LOAD_EFFICIENCY, sectors[0], GLOBAL_LOAD_REQUESTS),
-                                                  ("stores", GLOBAL_STORE_EFFICIENCY, sectors[1], GLOBAL_STORE_REQUESTS)):
-            use, requested = kernel.value(use_metric), kernel.value(requests)
-            if use is None or not requested or count <= 0 or count < SHARE_OF_SECTORS * sum(sectors):
-                continue
-            per_request = count / requested
-            if use < LEAST_SECTOR_USE_PCT and per_request >= MOST_SECTORS_PER_REQUEST:
+        use = wide_access_use(kernel)
+        for what, (per_request, used) in use.items():
+            if used < LEAST_SECTOR_USE_PCT and per_request >= MANY_SECTORS_PER_REQUEST:
                 add("uncoalesced-access", kernel,
                     f"{name}'s global {what} touch {per_request:.1f} sectors of 32 bytes per warp request and use "
-                    f"{use:.1f}% of their bytes (a warp's 4-byte accesses to consecutive addresses: 4 sectors, 100%)")
-        for what, wavefronts, instructions in (("loads", SHARED_LOAD_WAVEFRONTS, SHARED_LOAD_INSTRUCTIONS),
-                                               ("stores", SHARED_STORE_WAVEFRONTS, SHARED_STORE_INSTRUCTIONS)):
-            per_instruction = kernel.ratio(wavefronts, instructions)
-            if per_instruction is not None and per_instruction >= MOST_WAVEFRONTS:
+                    f"{used:.1f}% of their bytes (a warp's 4-byte accesses to consecutive addresses: 4 sectors, 100%)")
+        for what, per_instruction in shared_passes(kernel).items():
+            if per_instruction >= MOST_WAVEFRONTS:
                 add("bank-conflicts", kernel,
                     f"{name}'s shared-memory {what} take {per_instruction:.1f} wavefronts per warp instruction "
                     "(1 without bank conflicts for 4-byte accesses, 4 for 16-byte ones)")

@@ -204,17 +204,18 @@ class DiagnoseTest(unittest.TestCase):
             return [v for name in names for k in counters._timed_kernels(measured(name)) for v in [value(k)]
                     if v is not None]
 
-        def sector_use(k):  # the loads' or stores' use, where they are the kernel's traffic
-            both = [k.value(counters.GLOBAL_LOAD_SECTORS) or 0, k.value(counters.GLOBAL_STORE_SECTORS) or 0]
-            uses = [k.value(m) for m, c in zip((counters.GLOBAL_LOAD_EFFICIENCY, counters.GLOBAL_STORE_EFFICIENCY), both)
-                    if c > 0 and c >= counters.SHARE_OF_SECTORS * sum(both) and k.value(m) is not None]
+        def sector_use(k):  # the loads' or stores' use, where they carry the kernel's traffic
+            uses = [used for _, used in counters.wide_access_use(k).values()]
             return min(uses) if uses else None
 
+        def spread(k):  # sectors per request of the accesses that use little of them
+            spreads = [per_request for per_request, used in counters.wide_access_use(k).values()
+                       if used < counters.LEAST_SECTOR_USE_PCT]
+            return max(spreads) if spreads else None
+
         def wavefronts(k):
-            ratios = [k.ratio(w, i) for w, i in ((counters.SHARED_LOAD_WAVEFRONTS, counters.SHARED_LOAD_INSTRUCTIONS),
-                                                 (counters.SHARED_STORE_WAVEFRONTS, counters.SHARED_STORE_INSTRUCTIONS))]
-            ratios = [r for r in ratios if r is not None]
-            return max(ratios) if ratios else None
+            passes = counters.shared_passes(k).values()
+            return max(passes) if passes else None
 
         fine = [n for n, want in self.EXPECTED.items() if not want]
         self.assertGreater(min(figures(fine, sector_use)), counters.LEAST_SECTOR_USE_PCT)
@@ -222,9 +223,23 @@ class DiagnoseTest(unittest.TestCase):
                         counters.LEAST_SECTOR_USE_PCT)
         self.assertLess(max(figures(fine, wavefronts)), counters.MOST_WAVEFRONTS)
         self.assertGreater(min(figures(["03_matmul__broken_tiled_bank_conflicts"], wavefronts)), counters.MOST_WAVEFRONTS)
+        # A warp that uses little of few sectors (one active thread per warp, sum_one_thread_per_block)
+        # is not uncoalesced; vector_add_uncoalesced spreads each request over many.
+        self.assertLess(max(figures(["04_reduction__broken_sum_one_thread_per_block"], spread)),
+                        counters.MANY_SECTORS_PER_REQUEST)
+        self.assertGreaterEqual(min(figures(["01_vector_add__broken_vector_add_uncoalesced"], spread)),
+                                counters.MANY_SECTORS_PER_REQUEST)
         threads = lambda k: k.value(counters.THREADS_PER_INSTRUCTION)  # noqa: E731
         self.assertGreater(min(figures(fine, threads)), counters.FEWEST_THREADS)
         self.assertLess(max(figures(["04_reduction__broken_sum_one_thread_per_block"], threads)), counters.FEWEST_THREADS)
+        def dram(name):  # the call's DRAM bytes over what its task must move
+            kernels = measured(name)
+            moved = sum(k.value(counters.DRAM_READ_BYTES) + k.value(counters.DRAM_WRITE_BYTES) for k in kernels)
+            return moved / LEAST_BYTES[name[:2]]
+
+        bandwidth_fine = [n for n in fine if BANDWIDTH_BOUND[n[:2]]]
+        self.assertLess(max(map(dram, bandwidth_fine)), counters.MOST_DRAM)
+        self.assertGreater(dram("04_reduction__broken_sum_via_doubles"), counters.MOST_DRAM)
 
 
 class CommandTest(unittest.TestCase):
