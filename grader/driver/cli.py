@@ -26,8 +26,8 @@ from .reports import format_scoreboard, write_reports
 from .runner import PhaseResult, exit_on_sigterm, run_phase, side_by_side
 from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
                       COMPILE_ERROR, MISSING, SKIPPED, STATUS_LABELS, ComponentResult, GradeRun, LessonResult,
-                      SanitizerRun, TaskResult, ToolOutcome, confirm_correctness, fell_short, judge_correctness,
-                      judge_performance, lesson_not_gradable, measure_again, note_other_processes,
+                      SanitizerRun, TaskResult, ToolOutcome, confirm_correctness, counters_wanted, fell_short,
+                      judge_correctness, judge_performance, lesson_not_gradable, measure_again, note_other_processes,
                       sanitizer_outcome)
 
 EXIT_OK, EXIT_NOT_ALL_PASSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD, EXIT_NO_GPU_NOR_COMPILE = 0, 1, 2, 3, 4, 5
@@ -348,10 +348,11 @@ class Grader:
         return phase, reference, gpu_processes.others([before, after], ours)
 
     def _counters(self, program: str, lesson: Lesson, task, performance: ComponentResult,
-                  wall: Dict[str, float]) -> None:
-        """The hardware's counters of a timed task that fell short, below its verdict: its timed
-        test once more under Nsight Compute, alone on the GPU (counters.py). Their time is its own
-        line of the wall times ("counters")."""
+                  wall: Dict[str, float], short: bool = True) -> None:
+        """The hardware's counters of a timed task that fell short (or of one that shows them
+        always), below its verdict: its timed test once more under Nsight Compute, alone on the GPU
+        (counters.py); the causes they prove only when it fell short. Their time is its own line of
+        the wall times ("counters")."""
         if self.ncu is None:
             performance.details += f"\nNo counters: {self.no_ncu_why}."
             return
@@ -361,7 +362,8 @@ class Grader:
             lines, elapsed_s = counters.profile(run_phase, program, f"[{task.tag}][perf]", ncu=self.ncu,
                                                 seed=self.seed, timeout_s=self._timeout(lesson) * counters.PROFILE_SLOWDOWN,
                                                 env=self.env, least_bytes=metrics[counters.PROFILED_BYTES],
-                                                bandwidth_bound=task.perf_metric in counters.BANDWIDTH_METRICS)
+                                                bandwidth_bound=task.perf_metric in counters.BANDWIDTH_METRICS,
+                                                causes=short)
         wall["counters"] = wall.get("counters", 0.0) + elapsed_s
         metrics["counters_s"] = round(elapsed_s, 2)
         performance.details += "\n" + "\n".join(lines) + f"\n(Profiling took {elapsed_s:.0f} s.)"
@@ -416,8 +418,8 @@ class Grader:
                 wall["reference"] += sum(p.elapsed_s for p in timed[1::2] if p)
             performance = judge_performance(task, correctness, perf_phase, lesson.slug, reference_phase, again)
             note_other_processes(performance, others)
-            if self.profile_short and fell_short(task, performance) and counters.PROFILED_BYTES in performance.metrics:
-                self._counters(program, lesson, task, performance, wall)
+            if self.profile_short and counters_wanted(task, performance) and counters.PROFILED_BYTES in performance.metrics:
+                self._counters(program, lesson, task, performance, wall, short=fell_short(task, performance))
             if perf_phase is not None and performance:
                 self._say(f"performance {STATUS_LABELS[performance.status]}")
                 self._end_line()

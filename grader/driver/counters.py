@@ -252,9 +252,20 @@ class Diagnosis(NamedTuple):
     line: str
 
 
+# A kernel whose name ends so is the lesson's own starting point, not the student's (lesson 06's
+# task 5 runs field_strength_as_given inside the profiled range before the student's kernel): its
+# counters are shown as "before", and no cause is ever found in it.
+AS_GIVEN = "_as_given"
+
+
+def as_given(kernel: Kernel) -> bool:
+    return AS_GIVEN in short_name(kernel.name)
+
+
 def _timed_kernels(kernels: Sequence[Kernel]) -> List[Kernel]:
     """The launches that took a real share of the call (all of them when ncu gave no durations): a
     one-block kernel that adds 100 partial sums is not why a reduction is slow."""
+    kernels = [k for k in kernels if not as_given(k)]
     durations = [k.value(DURATION) for k in kernels]
     total = None if any(d is None for d in durations) else sum(durations)
     if not total:
@@ -315,7 +326,8 @@ def diagnose(kernels: Sequence[Kernel], least_bytes: Optional[float] = None,
         if grid is not None and sms and grid < sms:
             add("too-few-blocks", kernel,
                 f"{name} ran {grid:.0f} blocks on a GPU of {sms:.0f} SMs: {sms - grid:.0f} SMs had no block")
-    if bandwidth_bound and least_bytes:
+    kernels = [k for k in kernels if not as_given(k)]
+    if bandwidth_bound and least_bytes and kernels:
         moved = [(k.value(DRAM_READ_BYTES), k.value(DRAM_WRITE_BYTES)) for k in kernels]
         if moved and all(r is not None and w is not None for r, w in moved):
             total = sum(r + w for r, w in moved)
@@ -382,27 +394,34 @@ def short_name(kernel: str) -> str:
     return kernel.split("(", 1)[0].strip() or kernel
 
 
-def report(kernels: Sequence[Kernel], least_bytes: Optional[float] = None, bandwidth_bound: bool = False) -> List[str]:
-    """The lines a verdict shows: the causes the counters prove (hints), then each kernel the timed
-    call launched (its first launch), with its counters beside their ideals."""
-    diagnoses = diagnose(kernels, least_bytes, bandwidth_bound)
+def report(kernels: Sequence[Kernel], least_bytes: Optional[float] = None, bandwidth_bound: bool = False,
+           causes: bool = True) -> List[str]:
+    """The lines a verdict shows: the causes the counters prove (hints; only with `causes`, for a
+    task that fell short), then each kernel the timed call launched (its first launch), with its
+    counters beside their ideals; a kernel as the lesson gives it (AS_GIVEN) first, as "before"."""
+    diagnoses = diagnose(kernels, least_bytes, bandwidth_bound) if causes else []
     lines = hint_lines(diagnoses)
-    lines.append("Counters of the timed call (Nsight Compute), each beside its ideal" +
-                 (":" if diagnoses else "; none of them proves a cause of its own, so no hint:"))
+    if not causes:
+        lines.append("Counters of the timed call (Nsight Compute), each beside its ideal:")
+    else:
+        lines.append("Counters of the timed call (Nsight Compute), each beside its ideal" +
+                     (":" if diagnoses else "; none of them proves a cause of its own, so no hint:"))
     seen = set()
-    for kernel in kernels:
+    for kernel in sorted(kernels, key=lambda k: not as_given(k)):  # stable: launch order otherwise
         if kernel.name in seen:
             continue
         seen.add(kernel.name)
         shape = f" <<<{kernel.grid}, {kernel.block}>>>" if kernel.grid and kernel.block else ""
-        lines.append(f"  {short_name(kernel.name)}{shape}:")
+        role = (" (before: the kernel as the lesson gives it)" if as_given(kernel)
+                else " (yours)" if any(as_given(k) for k in kernels) else "")
+        lines.append(f"  {short_name(kernel.name)}{shape}{role}:")
         lines += [f"    - {line}" for line in describe(kernel, least_bytes)] or ["    - (no counters)"]
     return lines
 
 
 def profile(run_phase: Callable, program: str, spec: str, *, ncu: str, seed: int, timeout_s: float,
             env: Dict[str, str], least_bytes: Optional[float] = None,
-            bandwidth_bound: bool = False) -> Tuple[List[str], float]:
+            bandwidth_bound: bool = False, causes: bool = True) -> Tuple[List[str], float]:
     """Runs `program spec` (a task's timed test) under ncu and returns what the verdict shows
     (report(), or the one line of failure()) and how long it took."""
     with tempfile.TemporaryDirectory(prefix="workbook-counters-") as tmp:
@@ -419,5 +438,5 @@ def profile(run_phase: Callable, program: str, spec: str, *, ncu: str, seed: int
         kernels = parse(text)
     except CountersError as e:
         return [f"No counters: {e}."], phase.elapsed_s
-    return (report(kernels, least_bytes, bandwidth_bound) if kernels else ["No counters: ncu profiled no kernel of the timed call."],
+    return (report(kernels, least_bytes, bandwidth_bound, causes) if kernels else ["No counters: ncu profiled no kernel of the timed call."],
             phase.elapsed_s)

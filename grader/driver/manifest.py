@@ -61,6 +61,10 @@ class Task:
     # run alone on the GPU like a performance phase, not side by side with other gradings.
     correctness_timed: bool = False
     perf_scaled: Optional[ScaledThreshold] = None  # a threshold measured on the GPU at hand
+    # "counters": "always" in its "performance": the verdict shows Nsight Compute's counters of the
+    # timed call whether it passed or not (lesson 06: they are what tells its transposes apart);
+    # otherwise only a task that fell short is profiled (counters.py).
+    counters_always: bool = False
     # The compute-sanitizer tools its correctness tests run under (./grade --sanitize, and the check
     # of a pass): the task's own "sanitizers" in the manifest, else its lesson's.
     sanitizers: List[str] = field(default_factory=lambda: ["memcheck"])
@@ -166,6 +170,11 @@ def _task(raw: dict, slug: str, lesson_sanitizers: List[str]) -> Task:
         )
     except (KeyError, TypeError, ValueError) as e:
         raise ManifestError(f"lesson {slug}: a task is missing or has a bad field: {e}") from e
+    counters = perf.get("counters", "when short")
+    if counters not in ("always", "when short"):
+        raise ManifestError(f"lesson {slug} task {task.id}: \"counters\" is \"always\" or \"when short\" "
+                            f"(the default), got {counters!r}")
+    task.counters_always = counters == "always"
     if isinstance(threshold, dict):
         task.perf_scaled = _scaled_threshold(threshold, f"lesson {slug} task {task.id}")
     task.sanitizers = (_sanitizers(raw["sanitizers"], f"lesson {slug} task {task.id}") if "sanitizers" in raw

@@ -690,6 +690,15 @@ def fell_short(task: Task, performance: Optional[ComponentResult]) -> bool:
             and task.perf_metric in performance.metrics)
 
 
+def counters_wanted(task: Task, performance: Optional[ComponentResult]) -> bool:
+    """Whether the verdict shows the timed call's counters: a task that fell short, or one whose
+    manifest asks for them always ("counters": "always") and was measured."""
+    if fell_short(task, performance):
+        return True
+    return (task.counters_always and performance is not None and task.perf_metric is not None
+            and task.perf_metric in performance.metrics)
+
+
 def _short_name(name: str) -> str:
     name = os.path.basename(name)  # nvidia-smi gives the full path of the program
     return name if len(name) <= 16 else name[:13] + "..."

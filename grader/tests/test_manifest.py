@@ -125,7 +125,13 @@ class ManifestTest(unittest.TestCase):
         shared_memory = {("03", 2): ["memcheck", "racecheck"], ("03", 4): ["memcheck", "racecheck"],
                          ("04", 1): ["memcheck", "racecheck", "synccheck"],
                          ("04", 2): ["memcheck", "racecheck", "synccheck"],
-                         ("04", 4): ["memcheck", "racecheck", "synccheck"]}
+                         ("04", 4): ["memcheck", "racecheck", "synccheck"],
+                         # Lesson 06: task 1 is graded on those three tools being clean (its lesson
+                         # text says so), the challenge on task 1's contract; its transposes tile.
+                         ("06", 1): ["memcheck", "initcheck", "racecheck"],
+                         ("06", 2): ["memcheck", "racecheck"], ("06", 3): ["memcheck", "racecheck"],
+                         ("06", 4): ["memcheck", "racecheck"], ("06", 5): ["memcheck", "racecheck"],
+                         ("06", 6): ["memcheck", "initcheck", "racecheck"]}
         for key, tools in real.items():
             self.assertEqual(tools[0], "memcheck", key)
             self.assertEqual(tools, shared_memory.get(key, ["memcheck"]), key)

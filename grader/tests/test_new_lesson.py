@@ -1,8 +1,8 @@
 """tools/new_lesson.py: a new lesson follows the project's conventions, builds, and is graded at once.
 
 End to end (NewLessonTest): the tracked tree (git ls-files) is copied to a temporary folder and
-lesson 06_scaffold_check is added there. Then, in the copy: every generator's --check passes, the
-skeleton record is current, the manifest loads, the project's own tests of the manifest, the
+lesson NN_scaffold_check (NN after the last lesson) is added there. Then, in the copy: every
+generator's --check passes, the skeleton record is current, the manifest loads, the project's own tests of the manifest, the
 skeletons, the hints and the generated documents pass, and only the new lesson's lines changed in the
 files it shares with other lessons. Then CMake configures the copy (nvcc as CI finds it: $CUDACXX,
 nvcc on PATH or /usr/local/cuda/bin; sm_75 only; no docs, no project tests; Ninja) and builds the
@@ -36,7 +36,11 @@ from driver.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tools" / "new_lesson.py"
-SLUG, NAME, TITLE = "06_scaffold_check", "scaffold_check", "Scaffold check"
+# The lesson the tests add is numbered after the project's last one (LAST, LAST_SLUG).
+LAST_SLUG = load_manifest(ROOT / "lessons" / "manifest.json")[-1].slug
+LAST = int(LAST_SLUG[:2])
+NEXT = f"{LAST + 1:02d}"
+SLUG, NAME, TITLE = f"{NEXT}_scaffold_check", "scaffold_check", "Scaffold check"
 TARGETS = (f"grade_{SLUG}__exercises", f"grade_{SLUG}__solutions", f"example_{SLUG}_{NAME}", "workbook_device_info")
 # Files other lessons share, in which adding a lesson may only add lines (hints.json: its three lines change).
 PLAIN = "grader/tests/students/plain"
@@ -190,10 +194,10 @@ class NewLessonTest(unittest.TestCase):
     def test_the_readme_quotes_the_example_and_has_the_task_heading(self):
         text = self.path(f"lessons/{SLUG}/README.md").read_text()
         self.assertIn(f"<!-- snippet: lessons/{SLUG}/examples/{NAME}.cu kernel -->\n```cpp\n// out[i] = i", text)
-        for heading in ("# Lesson 06: Scaffold check", "## What you will learn", "## Worked example", "## Task 1",
+        for heading in (f"# Lesson {NEXT}: Scaffold check", "## What you will learn", "## Worked example", "## Task 1",
                         "## When the grader says no"):
             self.assertIn(heading, text)
-        self.assertIn(f"| 06 | [{TITLE}](lessons/{SLUG}/README.md) | 1 | 5 |", self.path("README.md").read_text())
+        self.assertIn(f"| {NEXT} | [{TITLE}](lessons/{SLUG}/README.md) | 1 | 5 |", self.path("README.md").read_text())
 
     def test_the_expected_verdicts_name_the_new_task(self):
         def verdict(relative):
@@ -245,7 +249,7 @@ class NewLessonTest(unittest.TestCase):
     def test_grading_without_a_gpu_exits_3_and_every_task_says_why(self):
         build = self.built()
         results = self.path("grade-results/results.json")
-        graded = run([sys.executable, "grade", "--no-build", "--build-dir", str(build), "06"], cwd=self.root,
+        graded = run([sys.executable, "grade", "--no-build", "--build-dir", str(build), NEXT], cwd=self.root,
                      env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
         self.assertEqual(graded.returncode, 3, graded.stdout)
         self.assertIn(f"Compiled: {SLUG}.", graded.stdout)
@@ -313,32 +317,34 @@ class ArgumentsTest(unittest.TestCase):
         self.refused("05_streams", "Streams again", because="lesson 05_streams exists already")
 
     def test_a_number_not_after_the_last_lessons(self):
-        self.refused("04_scans", "Scans", because="lesson number 04 is not after the last lesson's (05, 05_streams)")
-        self.refused("05_scans", "Scans", because="a new lesson is numbered 06 or later")
+        before = f"{LAST - 1:02d}"
+        self.refused(f"{before}_scans", "Scans",
+                     because=f"lesson number {before} is not after the last lesson's ({LAST:02d}, {LAST_SLUG})")
+        self.refused(f"{LAST:02d}_scans", "Scans", because=f"a new lesson is numbered {NEXT} or later")
 
     def test_a_folder_of_that_slug_that_is_already_there(self):
-        (self.root / "solutions" / "06_scans").mkdir(parents=True)
-        self.refused("06_scans", "Scans", because="solutions/06_scans exists already")
+        (self.root / "solutions" / f"{NEXT}_scans").mkdir(parents=True)
+        self.refused(f"{NEXT}_scans", "Scans", because=f"solutions/{NEXT}_scans exists already")
 
     def test_a_title_that_is_not_one_line_for_the_lesson_table(self):
         for title in ("", "Scans | prefix sums", "Scans\nand more", " Scans"):
             with self.subTest(title=title):
-                self.refused("06_scans", title, because="must be one line of text without '|'")
+                self.refused(f"{NEXT}_scans", title, because="must be one line of text without '|'")
 
     def test_a_manifest_laid_out_otherwise(self):
         manifest = self.root / "lessons" / "manifest.json"
         manifest.write_text(json.dumps(json.loads(manifest.read_text()), indent=4) + "\n")
-        self.refused("06_scans", "Scans", because="is not laid out as json.dumps(..., indent=2) writes it")
+        self.refused(f"{NEXT}_scans", "Scans", because="is not laid out as json.dumps(..., indent=2) writes it")
 
     def test_a_folder_that_is_not_the_project(self):
         (self.root / "lessons" / "manifest.json").unlink()
-        self.refused("06_scans", "Scans", because="has no lessons/manifest.json: is --root the project's top folder?")
+        self.refused(f"{NEXT}_scans", "Scans", because="has no lessons/manifest.json: is --root the project's top folder?")
 
     def test_help_shows_an_example_and_says_no_sweep_is_declared(self):
         result = subprocess.run([sys.executable, str(TOOL), "--help"], stdout=subprocess.PIPE, text=True)
         self.assertEqual(result.returncode, 0)
         text = " ".join(result.stdout.split())
-        self.assertIn('tools/new_lesson.py 06_scans "Scans:', text)
+        self.assertIn('tools/new_lesson.py 07_scans "Scans:', text)
         self.assertIn("--root", text)
         self.assertIn("The placeholder task is timed: its [task_1][perf] test measures scale at benchmark.hpp's size",
                       text)
