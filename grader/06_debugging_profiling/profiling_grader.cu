@@ -7,6 +7,7 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 namespace profiling_grader {
@@ -162,6 +163,27 @@ void check_output(const Subject& s, Problem& p) {
     facts << ":";
   }
   if (!out.guards.intact()) facts << "\n" << out.guards.describe(out.values.size());
+  // The same call again on the same input, twice, with the output poisoned again and shared memory
+  // filled with other values first: results that change from run to run are a fact the driver
+  // follows up (a race, or shared memory read before any thread wrote it; grader/driver/races.py
+  // runs racecheck and names a race only when racecheck reports one).
+  if (!comparison.ok()) {
+    std::size_t differ = 0;
+    for (int again = 0; again < 2 && differ == 0; ++again) {
+      p.out.poison();
+      grader::fill_shared_memory(0.5f * float(again + 1));
+      s.call(p.in.data(), p.out.data(), g, student_stream());
+      grader::synchronize(s.call_text(g) + ", run again on the same input");
+      const std::vector<float> rerun = p.out.download();
+      for (std::size_t i = 0; i < rerun.size(); ++i) {
+        differ += std::memcmp(&rerun[i], &out.values[i], sizeof(float)) != 0;
+      }
+    }
+    if (differ > 0) {
+      facts << "\n" << grader::results_differ("the same input gave different results in two runs (" +
+                                                 std::to_string(differ) + " points differ between them).");
+    }
+  }
   FAIL(facts.str());
 }
 
@@ -189,6 +211,27 @@ void check_every_shape(const Subject& s) {
     s.call(p.in.data(), p.out.data(), g, student_stream());
     check_output(s, p);
   }
+}
+
+void check_uses_shared_memory(const Subject& s, int task) {
+  if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
+  const Grid g{1000, 1000};
+  Problem p(s, g, "tile");
+  const auto trace = grader::trace([&] {
+    s.call(p.in.data(), p.out.data(), g, student_stream());
+    grader::synchronize(s.call_text(g));
+  });
+  if (!trace) SKIP("the tracer could not start (CUPTI), so the kernels' shared memory is unknown");
+  std::string ran;
+  for (const grader::TracedKernel& k : trace->kernels) {
+    if (k.shared_bytes > 0) return;
+    ran += "\n  " + grader::launch_text(k) + ": no shared memory";
+  }
+  FAIL(s.call_text(g) << " transposed without a tile in shared memory: none of its kernels has any shared memory"
+                      << (ran.empty() ? std::string(" (it launched no kernel)") : ":" + ran)
+                      << "\nTask " << task << " moves each tile of in through shared memory, so that both the reads "
+                      << "and the writes of global memory are coalesced (debugging_profiling.hpp; lesson section "
+                      << "'Task " << task << "').");
 }
 
 void check_contract(const Subject& s) {

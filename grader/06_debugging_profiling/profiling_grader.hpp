@@ -74,11 +74,18 @@ struct Problem {
 };
 
 // Waits for the GPU, then checks p.out against the subject's expected output; FAILs with the
-// wrong points by (x, y), how many lie on the boundary, and anything written around the output.
+// wrong points by (x, y), how many lie on the boundary, anything written around the output and,
+// when the same call run again on the same input gives other values, that fact (results_differ).
 void check_output(const Subject& s, Problem& p);
 
 // The probe, then every shape of grid_shapes().
 void check_every_shape(const Subject& s);
+
+// What tasks 3 and 4 are, as the header states it: the transpose moves its tiles through shared
+// memory. One traced call on 1000 x 1000; FAILs, naming the kernels it ran and their shared
+// memory, when none of them has any (a kernel without a tile may be fast or slow: its speed does
+// not tell, its launch does).
+void check_uses_shared_memory(const Subject& s, int task);
 
 // The contract debugging_profiling.hpp states at every shape, after one untraced call.
 void check_contract(const Subject& s);

@@ -37,6 +37,7 @@ def format_scoreboard(run: GradeRun) -> str:
     lines.append(device_line(run.device))
     lines.extend(run.notes)
     problems = []
+    shown = []  # passed timed tasks whose counters the lesson shows on every grade ("counters": "always")
     for lesson_result in run.lessons:
         lesson = lesson_result.lesson
         lines.append("")
@@ -55,16 +56,19 @@ def format_scoreboard(run: GradeRun) -> str:
                 elif c.status == PASSED and c.details and _not_confirmed(c):
                     problems.append((f"{lesson.slug} · Task {task.id} · {c.kind}: passed, not confirmed under "
                                      "compute-sanitizer", c))
+                elif c.status == PASSED and c.details and c.kind == "performance" and task.counters_always:
+                    shown.append((f"{lesson.slug} · Task {task.id} · {c.kind}: passed", c))
     lines.append("")
     bonus = f" (+{_points(run.bonus_max_score)} optional)" if run.bonus_max_score else ""
     lines.append(f"Total: {_points(run.score)} / {_points(run.max_score)}{bonus}")
-    if problems:
-        lines.append("")
-        lines.append("What went wrong")
-        for title, c in problems:
+    for heading, items in (("What went wrong", problems), ("Counters of the timed calls that passed", shown)):
+        if items:
             lines.append("")
-            lines.append(title)
-            lines.append(textwrap.indent(c.details.strip(), "  "))
+            lines.append(heading)
+            for title, c in items:
+                lines.append("")
+                lines.append(title)
+                lines.append(textwrap.indent(c.details.strip(), "  "))
     return "\n".join(lines)
 
 

@@ -187,6 +187,7 @@ void take_record(Collector& c, const CUpti_Activity* record) {
       kernel.name = kernel_short_name(k->name ? k->name : "?", &kernel.signature);
       kernel.grid = dim3(k->gridX, k->gridY, k->gridZ);
       kernel.block = dim3(k->blockX, k->blockY, k->blockZ);
+      kernel.shared_bytes = std::size_t(k->staticSharedMemory) + std::size_t(k->dynamicSharedMemory);
       kernel.stream_id = k->streamId;
       kernel.start_ns = k->start;
       kernel.end_ns = k->end;

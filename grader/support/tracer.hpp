@@ -38,6 +38,7 @@ struct TracedKernel {
   std::string name;         ///< demangled, without parameters: "vector_add", "cub::...::DeviceReduceKernel"
   std::string signature;    ///< demangled with parameters (or the raw name when it does not demangle)
   dim3 grid, block;         ///< launch configuration
+  std::size_t shared_bytes = 0;   ///< shared memory per block, static and dynamic
   cudaStream_t stream = nullptr;  ///< the stream handle given at launch, when the launch was seen
   bool stream_known = false;      ///< false for launches the callbacks did not see (graph replays)
   std::uint32_t stream_id = 0;    ///< CUPTI's id of the stream it ran on

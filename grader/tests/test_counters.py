@@ -197,6 +197,32 @@ class DiagnoseTest(unittest.TestCase):
         self.assertNotIn("Hint [", "\n".join(lines))
         self.assertIn("none of them proves a cause of its own, so no hint", lines[0])
 
+    def test_a_task_that_passed_shows_its_counters_and_no_cause(self):
+        # "counters": "always" (lesson 06's transposes): the counters of a call that reached its
+        # threshold are shown, and the causes, which explain a shortfall, are not looked for.
+        lines = counters.report(measured("01_vector_add__broken_vector_add_uncoalesced"), LEAST_BYTES["01"], True,
+                                causes=False)
+        self.assertNotIn("Hint [", "\n".join(lines))
+        self.assertEqual(lines[0], "Counters of the timed call (Nsight Compute), each beside its ideal:")
+        self.assertIn("32.0 sectors of 32 bytes per warp request", "\n".join(lines))
+
+    def test_the_kernel_as_the_lesson_gives_it_is_shown_first_and_never_diagnosed(self):
+        # Lesson 06's task 5 profiles field_strength_as_given (the lesson's slow kernel) before the
+        # student's: its 32 sectors per request are the "before", not a cause in the student's call.
+        slow = measured("01_vector_add__broken_vector_add_uncoalesced")
+        fast = measured("01_vector_add__solutions")
+        given = [k._replace(name="<unnamed>::field_strength_as_given(const float *, float *, int, int, float)")
+                 for k in slow[:1]]
+        self.assertEqual(counters.diagnose(given + fast, LEAST_BYTES["01"], True), [])
+        lines = counters.report(fast + given, LEAST_BYTES["01"], True)
+        kernels = [line for line in lines if line.startswith("  ") and not line.startswith("    ")]
+        self.assertIn("field_strength_as_given", kernels[0])
+        self.assertIn("(before: the kernel as the lesson gives it)", kernels[0])
+        self.assertTrue(kernels[1].endswith("(yours):"), kernels[1])
+        # The student's own slow kernel is still diagnosed beside it.
+        self.assertEqual([d.hint_id for d in counters.diagnose(given + slow, LEAST_BYTES["01"], True)],
+                         ["uncoalesced-access"])
+
     def test_each_threshold_sits_between_what_was_measured(self):
         # Each threshold strictly between the figures of every call that must not fire it and those of
         # the variant that must, as the CSVs have them (not as a comment remembers them).

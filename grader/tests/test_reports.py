@@ -64,6 +64,19 @@ class ScoreboardTest(unittest.TestCase):
         self.assertIn("run --sanitize", text)
 
 
+    def test_counters_of_a_passed_task_are_shown_only_where_the_lesson_asks(self):
+        run = optional_run()
+        for task_result in run.lessons[0].tasks:
+            task_result.performance.details = "Counters of the timed call (Nsight Compute), each beside its ideal:"
+        self.assertNotIn("Counters of the timed calls that passed", format_scoreboard(run))
+        run.lessons[0].tasks[1].task.counters_always = True
+        text = format_scoreboard(run)
+        self.assertIn("Counters of the timed calls that passed", text)
+        self.assertIn("03_matmul · Task 2 · performance: passed\n  Counters of the timed call (Nsight Compute)", text)
+        self.assertNotIn("03_matmul · Task 1 · performance: passed", text)
+        self.assertNotIn("What went wrong", text)
+
+
 class GradescopeTest(unittest.TestCase):
     def test_has_a_test_per_component_with_scores_and_status(self):
         results = gradescope_results(sample_run())

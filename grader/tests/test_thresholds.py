@@ -164,7 +164,9 @@ METRIC = {(1, 1): "fraction_of_copy_bandwidth", (1, 2): "fraction_of_copy_bandwi
           (3, 1): "fraction_of_cublas", (3, 2): "fraction_of_cublas", (3, 3): "fraction_of_cublas",
           (3, 4): "fraction_of_cublas", (4, 2): "fraction_of_cub", (4, 3): "fraction_of_cub",
           (4, 4): "fraction_of_cub", (5, 1): "fraction_of_overlap_bound", (5, 3): "speedup_over_cudamalloc",
-          (5, 4): "speedup_over_pageable_sequential"}
+          (5, 4): "speedup_over_pageable_sequential", (6, 2): "fraction_of_copy_bandwidth",
+          (6, 3): "fraction_of_copy_bandwidth", (6, 4): "fraction_of_copy_bandwidth",
+          (6, 5): "fraction_of_copy_bandwidth", (6, 6): "fraction_of_copy_bandwidth"}
 
 # (task) -> [(gpu, yardstick or None, plain figures, slow figures)]
 TABLE = {
@@ -212,6 +214,22 @@ TABLE = {
     # Pageable ring; slow design: a ring that waits for each chunk before the next (no overlap).
     (5, 4): [("H100", None, [2.3], [0.85, 1.0]), ("T4", None, [1.5, 2.0], [0.85, 1.0]),
              ("A10", None, [2.0, 2.5], [0.85, 1.0])],
+    # Lesson 06 (H100 figures measured in November 2026, the others estimates). Naive transpose:
+    # the reference's 32 x 8 blocks 0.15, the plain 16 x 16 0.30; the threshold stops only kernels
+    # far slower than any thread-per-element transpose.
+    (6, 2): [("H100", None, [0.15, 0.30], []), ("T4", None, [0.15, 0.45], []), ("A10", None, [0.15, 0.45], [])],
+    # Tiled: reference 0.56, plain (32 x 32 threads, one element each) 0.33; a transpose without a
+    # tile fails the shared-memory check of its correctness, not its speed.
+    (6, 3): [("H100", None, [0.33, 0.56], []), ("T4", None, [0.25, 0.6], []), ("A10", None, [0.25, 0.6], [])],
+    # Padded: reference 0.90, plain 0.55; slow design: the plain tile without its padding, 0.33
+    # (32-way bank conflicts on the tile's columns).
+    (6, 4): [("H100", None, [0.55, 0.90], [0.33]), ("T4", None, [0.5, 0.9], [0.2, 0.4]),
+             ("A10", None, [0.5, 0.9], [0.2, 0.4])],
+    # Field strength: threadIdx.x along x 0.58; slow design: the kernel as given (along y), 0.12.
+    (6, 5): [("H100", None, [0.58], [0.12]), ("T4", None, [0.5, 0.85], [0.1, 0.3]),
+             ("A10", None, [0.5, 0.85], [0.1, 0.3])],
+    # Fast heat step: a thread walking down a column, 0.85.
+    (6, 6): [("H100", None, [0.85], []), ("T4", None, [0.8, 0.95], []), ("A10", None, [0.8, 0.95], [])],
 }
 
 
