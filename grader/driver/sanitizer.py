@@ -40,6 +40,10 @@ def command(executable: str, tool: str, *, check: bool = False) -> List[str]:
     memcheck also tracks stream-ordered allocations (--track-stream-ordered-races all): a kernel
     that reads a cudaMallocAsync buffer after its cudaFreeAsync in stream order, or before its
     allocation, is reported, though the memory is still mapped and the values come out right.
+    It also pads every allocation (--padding 512): cudaMalloc places allocations back to back in
+    512-byte steps, so without padding a read just past an array whose size is a multiple of 512
+    bytes lands in the next allocation and is not reported (H100, November 2026: a read past 1024
+    floats went unseen, past 1021 it was reported; lesson 06's halo reads past the grid).
 
     The check of a pass (`check`) leaves CUDA API errors out (--report-api-errors no): the grader
     provokes some on purpose (a launch configuration it expects to be rejected), and they are
@@ -49,7 +53,7 @@ def command(executable: str, tool: str, *, check: bool = False) -> List[str]:
     prefix = [executable, "--tool", tool, "--error-exitcode", str(ERROR_EXIT_CODE),
               "--print-limit", "10" if check else "20", "--show-backtrace", "device"]
     if tool == "memcheck":
-        prefix += ["--track-stream-ordered-races", "all"]
+        prefix += ["--track-stream-ordered-races", "all", "--padding", "512"]
     if check:
         prefix += ["--report-api-errors", "no"]
     return prefix

@@ -208,6 +208,8 @@ class CommandTest(unittest.TestCase):
         command = sanitizer.command("/cuda/bin/compute-sanitizer", "memcheck")
         self.assertEqual(command[:3], ["/cuda/bin/compute-sanitizer", "--tool", "memcheck"])
         self.assertIn("--track-stream-ordered-races all", " ".join(command))
+        # Allocations padded: a read just past an array of a multiple of 512 bytes is reported.
+        self.assertIn("--padding 512", " ".join(command))
         self.assertIn(f"--error-exitcode {sanitizer.ERROR_EXIT_CODE}", " ".join(command))
         self.assertNotIn("--report-api-errors", command)  # ./grade --sanitize shows API errors as before
         self.assertNotIn("--leak-check", command)
