@@ -17,6 +17,9 @@ namespace profiling_benchmark {
 
 constexpr double kBytesPerPoint = 8.0;  // one float read, one float written
 constexpr int kGradedN = 8192;          // 8192 x 8192 floats: 256 MiB a grid, far beyond L2
+// ./sweep 06: n x n grids for n in these sides, L2-resident at the small end, the graded size at
+// the large one (tools/bench/06_debugging_profiling.cu).
+constexpr int kSweepSides[] = {256, 512, 1024, 2048, 4096, 8192};
 
 // The bytes a call on an nx-by-ny grid must move.
 constexpr double bytes(int nx, int ny) { return kBytesPerPoint * double(nx) * double(ny); }

@@ -27,6 +27,7 @@ SWEEP_FIGURES = {
     "gflops": ("gflops_vs_n", "fraction_of_cublas"),
     "reduction": ("time_vs_n", "gbps_vs_n", "fraction_of_cub"),
     "streams": ("time_vs_chunks", "timeline"),
+    "grid": ("gbps_vs_n", "fraction_of_copy"),
 }
 
 

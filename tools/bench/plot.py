@@ -25,6 +25,12 @@ For the reductions of 04_reduction ("reduction"):
   gbps_vs_n             the same as GB/s (n x 4 bytes / time), with the measured copy bandwidth
   fraction_of_cub       each function's GB/s as a share of cub::DeviceReduce::Sum's at the
                         largest n, student beside reference
+For the functions of 06_debugging_profiling on an n x n grid ("grid"):
+  gbps_vs_n             each function's GB/s (8 n^2 bytes / time) against n, student solid and
+                        reference dashed, task 5's kernel as the lesson gives it ("given"),
+                        and the device-to-device copy of the same grid in black
+  fraction_of_copy      each function's GB/s as a share of the copy's at the largest n, student
+                        beside reference
 For the streams pipeline of 05_streams ("streams"):
   time_vs_chunks        process's time against the number of chunks, one line per number of
                         streams, student solid and reference dashed, with the overlap bound
@@ -422,6 +428,56 @@ class ReductionFigures(Figures):
         return True
 
 
+class GridFigures(ReductionFigures):
+    """The figures of 06_debugging_profiling: each function of the lesson on an n x n grid of
+    floats (8 bytes a point), student (solid) beside reference (dashed), against the
+    device-to-device copy of the same grid."""
+
+    COPY = "copy"
+    BASELINES = {COPY: ("k", "-", "o", "cudaMemcpy device to device, the same bytes")}
+
+    def gbps_vs_n(self) -> None:
+        fig, ax = self._every_sum(gbps=True)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("linear")
+        ax.set_xlabel("n (an n x n grid of floats)")
+        ax.set_ylabel("GB/s (8 n\u00b2 bytes / median time)")
+        self._finish(fig, "gbps_vs_n", "lesson 06 on an n x n grid: bandwidth against n")
+
+    def fraction_of_copy(self) -> bool:
+        """Each function's GB/s at the largest n the copy was timed at, as a share of the copy's."""
+        copy = self._series(self.COPY)
+        if not copy:
+            return False
+        largest, copy_gbps = copy[-1]["n"], copy[-1]["gbps"]
+        names = [n for n in implementations(self.kernels) if n != "cudaMemcpy"]
+        operations = self._functions()
+        fig, ax = self.plt.subplots(figsize=(7.2, 3.8))
+        width = 0.8 / max(len(names), 1)
+        highest = 100.0
+        for i, name in enumerate(names):
+            xs, heights = [], []
+            for k, operation in enumerate(operations):
+                x = k + (i - (len(names) - 1) / 2) * width
+                row = next((r for r in self._series(operation, name) if r["n"] == largest), None)
+                if row:
+                    xs.append(x)
+                    heights.append(100 * row["gbps"] / copy_gbps)
+                else:  # left out: wrong, crashed or not done (the skeleton, the optional challenge)
+                    ax.text(x, 2, "not\ntimed", ha="center", va="bottom", fontsize=6.5, color="0.4")
+            highest = max([highest] + heights)
+            bars = ax.bar(xs, heights, width=width * 0.95, color=f"C{i}", label=name)
+            ax.bar_label(bars, fmt="%.0f%%", fontsize=7, padding=1)
+        ax.axhline(100, color="k", linestyle=":", linewidth=0.8, label=f"device-to-device copy ({copy_gbps:.0f} GB/s)")
+        ax.set_xticks(range(len(operations)))
+        ax.set_xticklabels([op.replace("_", "_\n", 1) for op in operations], fontsize=7)
+        ax.set_ylim(0, highest * 1.3)
+        ax.set_ylabel(f"% of the copy's GB/s at n = {largest}")
+        ax.legend(fontsize=7, loc="upper left", ncol=3)
+        self._finish(fig, "fraction_of_copy", f"lesson 06 on a {largest} x {largest} grid: share of the copy bandwidth")
+        return True
+
+
 class StreamsFigures(Figures):
     """The figures of 05_streams: process, the chunked pipeline, against the number of chunks
     and streams, between the overlap bound and the sequential time (overlap.py)."""
@@ -547,12 +603,14 @@ class TimelineFigure:
 
 # The drawing code of each sweep kind, the manifest's "sweep": {"kind": ...} (SWEEP_FIGURES in
 # grader/driver/manifest.py names each kind's figures; test_plot checks the two agree).
-KINDS = {"bandwidth": Figures, "gflops": GflopsFigures, "reduction": ReductionFigures, "streams": StreamsFigures}
+KINDS = {"bandwidth": Figures, "gflops": GflopsFigures, "reduction": ReductionFigures, "streams": StreamsFigures,
+         "grid": GridFigures}
 # Figures that need rows a sweep may leave out, and why one was not drawn.
 NOT_DRAWN = {
     "kernel_vs_transfer": "has no transfer rows (swept with --no-transfers): no kernel_vs_transfer figure",
     "fraction_of_cublas": "has no cuBLAS FP32 row at the largest N: no fraction_of_cublas figure",
     "fraction_of_cub": "has no cub_sum rows (swept with --no-transfers): no fraction_of_cub figure",
+    "fraction_of_copy": "has no copy rows (swept with --no-transfers): no fraction_of_copy figure",
 }
 TIMELINE = "timeline"  # drawn from the lesson's timeline CSV, not from the sweep CSV's rows
 

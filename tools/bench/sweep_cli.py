@@ -81,7 +81,7 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
     parser.add_argument("--no-reference", action="store_true", help="sweep your code only")
     parser.add_argument("--sizes", help="comma-separated sizes, e.g. 1e4,1e5,1e6 (default: the lesson's: half "
                                             "decades 1e4 .. 1e8 in 02 and 1e3 .. 1e9 in 04, N = 128 .. 8192 in 03, "
-                                            "2^26 in 05)")
+                                            "2^26 in 05, n x n grids for n = 256 .. 8192 in 06)")
     parser.add_argument("--blocks", help="comma-separated block sizes (default: the lesson's; 02: 32,64,...,1024, "
                                              "03 and 04: 256)")
     parser.add_argument("--grids", help="comma-separated grid modes (lesson 02: cover,wave)")
@@ -416,6 +416,21 @@ def summarize_reduction(rows: List[dict]) -> List[str]:
     return lines
 
 
+def summarize_grid(rows: List[dict]) -> List[str]:
+    """Lesson 06: each function's GB/s at the largest n, as a share of the copy of the same grid."""
+    largest = max(r["n"] for r in rows)
+    copy = next((r for r in rows if r["operation"] == "copy" and r["n"] == largest), None)
+    lines = []
+    for name in sorted({r["implementation"] for r in rows} - {"cudaMemcpy"},
+                       key=lambda s: ({"student": 0, "reference": 1}.get(s, 2), s)):
+        parts = [f"{r['operation']} {r['gbps']:.0f} GB/s" + (f" ({r['gbps'] / copy['gbps']:.0%})" if copy else "")
+                 for r in rows if r["implementation"] == name and r["n"] == largest]
+        lines.append(f"  {name:<10} at n = {largest}: " + ", ".join(parts))
+    if copy:
+        lines.append(f"  copy of the same grid, device to device: {copy['gbps']:.0f} GB/s")
+    return lines
+
+
 def summarize(path: Path, kind: str) -> List[str]:
     """One line per implementation: its best configuration at the largest n, the way the
     lesson's sweep kind (the manifest's "sweep": {"kind"}) reads."""
@@ -428,6 +443,8 @@ def summarize(path: Path, kind: str) -> List[str]:
         return summarize_reduction(kernels)
     if kind == "gflops":
         return summarize_gflops(kernels, largest)
+    if kind == "grid":
+        return summarize_grid(kernels)
     lines = []
     for name in sorted({r["implementation"] for r in kernels}, key=lambda s: (s != "student", s)):
         best = min((r for r in kernels if r["implementation"] == name and r["n"] == largest),
@@ -445,7 +462,7 @@ def summarize(path: Path, kind: str) -> List[str]:
 # The options of each sweep kind's axes beyond the sizes: ./sweep's flags, which its sweep
 # program takes by the same names.
 AXES = {"bandwidth": ("--blocks", "--grids"), "gflops": ("--blocks",), "reduction": ("--blocks",),
-        "streams": ("--streams", "--chunks")}
+        "streams": ("--streams", "--chunks"), "grid": ()}
 
 
 def sweep_options(args: argparse.Namespace, kind: str, kinds: List[str]) -> List[str]:
