@@ -26,6 +26,8 @@ SAMPLE = HERE.parent / "samples" / "02_multiply_add_h100.csv"
 MATMUL_SAMPLE = HERE.parent / "samples" / "03_matmul_h100.csv"
 REDUCTION_SAMPLE = HERE.parent / "samples" / "04_reduction_h100.csv"
 REDUCTION_FIGURES = ("fraction_of_cub", "gbps_vs_n", "time_vs_n")
+GRID_SAMPLE = HERE.parent / "samples" / "06_debugging_profiling_h100.csv"
+GRID_FIGURES = ("fraction_of_copy", "gbps_vs_n")
 # Lesson 05's samples, from one ./sweep 05 on an H100 (its CSV and its timeline).
 STREAMS_SAMPLE = HERE.parent / "samples" / "05_streams_h100.csv"
 STREAMS_TIMELINE_SAMPLE = HERE.parent / "samples" / "05_streams_timeline_h100.csv"
@@ -231,6 +233,36 @@ class PlotTest(unittest.TestCase):
             fraction = svg_text(Path(out) / "04_reduction_fraction_of_cub.svg")
             for text in ("reduce_sum_challenge", "% of CUB's GB/s at n = 1e9", "timed"):  # "not / timed": no student challenge
                 self.assertIn(text, fraction)
+
+    def test_grid_figures_from_its_sample(self):
+        """Lesson 06: each function's GB/s against n, the kernel as given and the copy of the same
+        grid, and each one's share of the copy at the largest n (the plain student leaves the
+        challenge undone)."""
+        with tempfile.TemporaryDirectory() as out:
+            p = plot(GRID_SAMPLE, "--out", out, "--format", "svg")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            written = sorted(path.name for path in Path(out).iterdir())
+            self.assertEqual(written, [f"06_debugging_profiling_{name}.{ext}" for name in GRID_FIGURES
+                                       for ext in ("png", "svg")])
+            gbps = svg_text(Path(out) / "06_debugging_profiling_gbps_vs_n.svg")
+            for text in ("transpose_naive, student", "transpose_padded, reference", "field_strength_as_given, given",
+                         "heat_step_fast, reference", "cudaMemcpy device to device, the same bytes",
+                         "NVIDIA H100 80GB HBM3"):
+                self.assertIn(text, gbps)
+            fraction = svg_text(Path(out) / "06_debugging_profiling_fraction_of_copy.svg")
+            for text in ("% of the copy's GB/s at n = 8192", "device-to-device copy", "timed"):  # "not / timed"
+                self.assertIn(text, fraction)
+
+    def test_grid_without_the_copy_still_draws_the_bandwidth(self):
+        """A lesson 06 sweep run with --no-transfers: no copy, no kernel as given; one figure, and why not the other."""
+        with tempfile.TemporaryDirectory() as d:
+            csv = Path(d) / "sweep.csv"
+            csv.write_text("\n".join(l for l in GRID_SAMPLE.read_text().splitlines()
+                                     if ",cudaMemcpy," not in l and ",given," not in l) + "\n")
+            p = plot(csv, "--out", d, "--format", "svg")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("no copy rows", p.stdout)
+            self.assertEqual(sorted(f.name for f in Path(d).glob("*.png")), ["06_debugging_profiling_gbps_vs_n.png"])
 
     def test_reduction_without_baselines_still_draws_time_and_bandwidth(self):
         """A lesson 04 sweep run with --no-transfers: no CUB, no CPU; two figures, and why not the third."""

@@ -552,6 +552,15 @@ class RunSweepTest(unittest.TestCase):
         self.assertTrue(lines[-1].strip().startswith("cuBLAS"))
         self.assertIn("cublas_tf32", lines[-1])
 
+    def test_grid_summary_against_the_copy_of_the_same_grid(self):
+        lines = sweep_cli.summarize(BENCH / "samples" / "06_debugging_profiling_h100.csv", "grid")
+        self.assertEqual(lines[0].split()[:6], ["student", "at", "n", "=", "8192:", "transpose_naive"])
+        self.assertIn("transpose_padded 1637 GB/s (56%)", lines[0])
+        self.assertNotIn("heat_step_fast", lines[0])  # the sample's student left the challenge undone
+        self.assertIn("transpose_padded 2701 GB/s (92%)", lines[1])
+        self.assertIn("field_strength_as_given 367 GB/s (12%)", lines[2])
+        self.assertEqual(lines[-1], "  copy of the same grid, device to device: 2944 GB/s")
+
     def test_reduction_summary_against_cub_with_the_crossover(self):
         lines = sweep_cli.summarize(REDUCTION_SAMPLE, "reduction")
         self.assertEqual(lines[0].split()[:6], ["student", "at", "n", "=", "1e9:", "reduce_block"])
