@@ -101,6 +101,18 @@ class ProjectTest(unittest.TestCase):
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.assertEqual(result.returncode, 0, result.stdout.decode())
 
+    def test_the_graders_copy_of_a_given_kernel_is_the_exercises(self):
+        # Lesson 06's task 5: the grader profiles field_strength_as_given as "before" beside the
+        # student's kernel, so it must be the kernel the exercise gives, under another name.
+        def kernel(path, name):
+            text = (ROOT / path).read_text()
+            start = text.index(f"__global__ void {name}(")
+            body = text[start:text.index("\n}\n", start)]
+            body = re.sub(r"//[^\n]*", "", body).replace(name, "KERNEL")
+            return " ".join(body.split())
+        self.assertEqual(kernel("exercises/06_debugging_profiling/debugging_profiling.cu", "field_strength_kernel"),
+                         kernel("grader/06_debugging_profiling/field_strength_as_given.cu", "field_strength_as_given"))
+
     def test_readme_lesson_table_matches_the_manifest(self):
         result = subprocess.run([sys.executable, str(ROOT / "tools" / "lesson_index.py"), "--check"],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

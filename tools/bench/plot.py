@@ -394,15 +394,13 @@ class ReductionFigures(Figures):
         ax.set_ylabel("GB/s (n x 4 bytes / median time)")
         self._finish(fig, "gbps_vs_n", "sum of n floats: bandwidth against n")
 
-    def fraction_of_cub(self) -> bool:
-        """Each function's GB/s at the largest n that CUB was timed at, as a share of CUB's."""
-        cub = self._series(crossover.KERNEL)
-        if not cub:
-            return False
-        largest, cub_gbps = cub[-1]["n"], cub[-1]["gbps"]
-        names = [n for n in implementations(self.kernels) if n not in ("CUB", "CPU")]
+    def _shares_at(self, largest: int, yardstick_gbps: float, exclude: Sequence[str]):
+        """A bar chart of each function's GB/s at n = `largest` as a % of `yardstick_gbps`, an
+        implementation beside the other (those in `exclude`, the yardstick's, left out); a function
+        with no row there (wrong, crashed, not done, or not swept this far) marked "not timed"."""
+        names = [n for n in implementations(self.kernels) if n not in exclude]
         operations = self._functions()
-        fig, ax = self.plt.subplots(figsize=(6.2, 3.8))
+        fig, ax = self.plt.subplots(figsize=(6.2 if len(operations) < 5 else 7.2, 3.8))
         width = 0.8 / max(len(names), 1)
         highest = 100.0
         for i, name in enumerate(names):
@@ -412,16 +410,25 @@ class ReductionFigures(Figures):
                 row = next((r for r in self._series(operation, name) if r["n"] == largest), None)
                 if row:
                     xs.append(x)
-                    heights.append(100 * row["gbps"] / cub_gbps)
-                else:  # left out: wrong, crashed, not done (the optional challenge) or not swept this far
+                    heights.append(100 * row["gbps"] / yardstick_gbps)
+                else:
                     ax.text(x, 2, "not\ntimed", ha="center", va="bottom", fontsize=6.5, color="0.4")
             highest = max([highest] + heights)
             bars = ax.bar(xs, heights, width=width * 0.95, color=f"C{i}", label=name)
             ax.bar_label(bars, fmt="%.0f%%", fontsize=7, padding=1)
-        ax.axhline(100, color="k", linestyle=":", linewidth=0.8, label=f"cub::DeviceReduce::Sum ({cub_gbps:.0f} GB/s)")
         ax.set_xticks(range(len(operations)))
-        ax.set_xticklabels(operations, fontsize=8)
         ax.set_ylim(0, highest * 1.3)  # the legend's band above the bars
+        return fig, ax, operations
+
+    def fraction_of_cub(self) -> bool:
+        """Each function's GB/s at the largest n that CUB was timed at, as a share of CUB's."""
+        cub = self._series(crossover.KERNEL)
+        if not cub:
+            return False
+        largest, cub_gbps = cub[-1]["n"], cub[-1]["gbps"]
+        fig, ax, operations = self._shares_at(largest, cub_gbps, ("CUB", "CPU"))
+        ax.axhline(100, color="k", linestyle=":", linewidth=0.8, label=f"cub::DeviceReduce::Sum ({cub_gbps:.0f} GB/s)")
+        ax.set_xticklabels(operations, fontsize=8)
         ax.set_ylabel(f"% of CUB's GB/s at n = {crossover.format_n(largest)}")
         ax.legend(fontsize=7, loc="upper left", ncol=3)
         self._finish(fig, "fraction_of_cub", f"sum of n = {crossover.format_n(largest)} floats: share of CUB")
@@ -450,28 +457,9 @@ class GridFigures(ReductionFigures):
         if not copy:
             return False
         largest, copy_gbps = copy[-1]["n"], copy[-1]["gbps"]
-        names = [n for n in implementations(self.kernels) if n != "cudaMemcpy"]
-        operations = self._functions()
-        fig, ax = self.plt.subplots(figsize=(7.2, 3.8))
-        width = 0.8 / max(len(names), 1)
-        highest = 100.0
-        for i, name in enumerate(names):
-            xs, heights = [], []
-            for k, operation in enumerate(operations):
-                x = k + (i - (len(names) - 1) / 2) * width
-                row = next((r for r in self._series(operation, name) if r["n"] == largest), None)
-                if row:
-                    xs.append(x)
-                    heights.append(100 * row["gbps"] / copy_gbps)
-                else:  # left out: wrong, crashed or not done (the skeleton, the optional challenge)
-                    ax.text(x, 2, "not\ntimed", ha="center", va="bottom", fontsize=6.5, color="0.4")
-            highest = max([highest] + heights)
-            bars = ax.bar(xs, heights, width=width * 0.95, color=f"C{i}", label=name)
-            ax.bar_label(bars, fmt="%.0f%%", fontsize=7, padding=1)
+        fig, ax, operations = self._shares_at(largest, copy_gbps, ("cudaMemcpy",))
         ax.axhline(100, color="k", linestyle=":", linewidth=0.8, label=f"device-to-device copy ({copy_gbps:.0f} GB/s)")
-        ax.set_xticks(range(len(operations)))
         ax.set_xticklabels([op.replace("_", "_\n", 1) for op in operations], fontsize=7)
-        ax.set_ylim(0, highest * 1.3)
         ax.set_ylabel(f"% of the copy's GB/s at n = {largest}")
         ax.legend(fontsize=7, loc="upper left", ncol=3)
         self._finish(fig, "fraction_of_copy", f"lesson 06 on a {largest} x {largest} grid: share of the copy bandwidth")
