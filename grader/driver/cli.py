@@ -354,7 +354,7 @@ class Grader:
         (counters.py); the causes they prove only when it fell short. Their time is its own line of
         the wall times ("counters")."""
         if self.ncu is None:
-            performance.details += f"\nNo counters: {self.no_ncu_why}."
+            self._no_counters(performance, short, self.no_ncu_why)
             return
         self._say("profiling, ")
         metrics = performance.metrics
@@ -366,7 +366,22 @@ class Grader:
                                                 causes=short)
         wall["counters"] = wall.get("counters", 0.0) + elapsed_s
         metrics["counters_s"] = round(elapsed_s, 2)
+        if not any(line.startswith(counters.REPORT_HEADING) for line in lines):  # "No counters: ..."
+            why = lines[0][len("No counters: "):] if lines[0].startswith("No counters: ") else lines[0]
+            self._no_counters(performance, short, why.rstrip("."))
+            return
+        performance.extra_data["counters"] = "shown"  # the scoreboard lists a passed task's counters
         performance.details += "\n" + "\n".join(lines) + f"\n(Profiling took {elapsed_s:.0f} s.)"
+
+    def _no_counters(self, performance: ComponentResult, short: bool, why: str) -> None:
+        """No counters for a task: said in its verdict when it fell short; for a task that shows
+        them on every grade and passed, once for the whole run, under the scoreboard's header."""
+        if short:
+            performance.details += f"\nNo counters: {why}."
+            return
+        note = f"No counters on the tasks that show them on every grade: {why}."
+        if note not in self.notes:
+            self.notes.append(note)
 
     def grade_lesson(self, lesson: Lesson, program: str) -> LessonResult:
         started = time.monotonic()

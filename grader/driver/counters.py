@@ -252,9 +252,10 @@ class Diagnosis(NamedTuple):
     line: str
 
 
-# A kernel whose name ends so is the lesson's own starting point, not the student's (lesson 06's
+# A kernel whose name holds this is the lesson's own starting point, not the student's (lesson 06's
 # task 5 runs field_strength_as_given inside the profiled range before the student's kernel): its
-# counters are shown as "before", and no cause is ever found in it.
+# counters are shown as "before", and no cause is ever found in it. (A student's kernel named so
+# would be taken for it: the two names are the same, both in an anonymous namespace.)
 AS_GIVEN = "_as_given"
 
 
@@ -394,6 +395,9 @@ def short_name(kernel: str) -> str:
     return kernel.split("(", 1)[0].strip() or kernel
 
 
+REPORT_HEADING = "Counters of the timed call (Nsight Compute), each beside its ideal"
+
+
 def report(kernels: Sequence[Kernel], least_bytes: Optional[float] = None, bandwidth_bound: bool = False,
            causes: bool = True) -> List[str]:
     """The lines a verdict shows: the causes the counters prove (hints; only with `causes`, for a
@@ -402,10 +406,9 @@ def report(kernels: Sequence[Kernel], least_bytes: Optional[float] = None, bandw
     diagnoses = diagnose(kernels, least_bytes, bandwidth_bound) if causes else []
     lines = hint_lines(diagnoses)
     if not causes:
-        lines.append("Counters of the timed call (Nsight Compute), each beside its ideal:")
+        lines.append(f"{REPORT_HEADING}:")
     else:
-        lines.append("Counters of the timed call (Nsight Compute), each beside its ideal" +
-                     (":" if diagnoses else "; none of them proves a cause of its own, so no hint:"))
+        lines.append(REPORT_HEADING + (":" if diagnoses else "; none of them proves a cause of its own, so no hint:"))
     seen = set()
     for kernel in sorted(kernels, key=lambda k: not as_given(k)):  # stable: launch order otherwise
         if kernel.name in seen:

@@ -56,7 +56,7 @@ def format_scoreboard(run: GradeRun) -> str:
                 elif c.status == PASSED and c.details and _not_confirmed(c):
                     problems.append((f"{lesson.slug} · Task {task.id} · {c.kind}: passed, not confirmed under "
                                      "compute-sanitizer", c))
-                elif c.status == PASSED and c.details and c.kind == "performance" and task.counters_always:
+                elif c.status == PASSED and c.extra_data.get("counters") == "shown":
                     shown.append((f"{lesson.slug} · Task {task.id} · {c.kind}: passed", c))
     lines.append("")
     bonus = f" (+{_points(run.bonus_max_score)} optional)" if run.bonus_max_score else ""

@@ -204,6 +204,7 @@ class GraderPerformanceTest(unittest.TestCase):
         with mock.patch.object(cli, "run_phase", run_phase), contextlib.redirect_stdout(io.StringIO()) as out:
             result = grader.grade_lesson(the_lesson, "student")
         self.output = out.getvalue()
+        self.notes = grader.notes
         return result.tasks[0].performance
 
     def timed(self):
@@ -260,6 +261,26 @@ class GraderPerformanceTest(unittest.TestCase):
         performance = self.grade(0.40, 0.40, ncu=("/cuda/bin/ncu", ""), no_counters=True)
         self.assertNotIn("/cuda/bin/ncu", [program for program, _, _ in self.runs])
         self.assertNotIn("Counters", performance.details)
+
+    def test_a_task_that_shows_its_counters_always_is_profiled_when_it_passes_too(self):
+        always = lesson()
+        always.tasks[0].counters_always = True
+        performance = self.grade(0.80, the_lesson=always, ncu=("/cuda/bin/ncu", ""))
+        self.assertEqual(performance.status, scoring.PASSED)
+        self.assertIn("/cuda/bin/ncu", [program for program, _, _ in self.runs])
+        self.assertEqual(performance.extra_data.get("counters"), "shown")
+        self.assertIn("Counters of the timed call (Nsight Compute), each beside its ideal:", performance.details)
+        self.assertNotIn("Hint [", performance.details)  # causes explain a shortfall; there is none
+
+    def test_without_ncu_a_passed_task_that_shows_counters_says_so_once_for_the_run(self):
+        always = lesson()
+        always.tasks[0].counters_always = True
+        performance = self.grade(0.80, the_lesson=always)
+        self.assertEqual(performance.status, scoring.PASSED)
+        self.assertNotIn("No counters", performance.details)
+        self.assertNotIn("counters", performance.extra_data)
+        self.assertEqual([n for n in self.notes if "counters" in n],
+                         ["No counters on the tasks that show them on every grade: no ncu in this test."])
 
     def test_without_ncu_the_verdict_says_so_in_one_line(self):
         performance = self.grade(0.40, 0.40)

@@ -64,15 +64,19 @@ class ScoreboardTest(unittest.TestCase):
         self.assertIn("run --sanitize", text)
 
 
-    def test_counters_of_a_passed_task_are_shown_only_where_the_lesson_asks(self):
+    def test_counters_of_a_passed_task_are_shown_only_where_they_were_read(self):
+        # A passed task always has details (its threshold line): only counters that were read
+        # (the driver marks them "shown") make the section; without ncu, or with --no-counters,
+        # it does not appear.
         run = optional_run()
         for task_result in run.lessons[0].tasks:
-            task_result.performance.details = "Counters of the timed call (Nsight Compute), each beside its ideal:"
+            task_result.performance.details = "threshold: 40% of cuBLAS FP32"
         self.assertNotIn("Counters of the timed calls that passed", format_scoreboard(run))
-        run.lessons[0].tasks[1].task.counters_always = True
+        run.lessons[0].tasks[1].performance.details += "\nCounters of the timed call (Nsight Compute), each beside its ideal:"
+        run.lessons[0].tasks[1].performance.extra_data["counters"] = "shown"
         text = format_scoreboard(run)
         self.assertIn("Counters of the timed calls that passed", text)
-        self.assertIn("03_matmul · Task 2 · performance: passed\n  Counters of the timed call (Nsight Compute)", text)
+        self.assertIn("03_matmul · Task 2 · performance: passed\n  threshold: 40% of cuBLAS FP32\n  Counters of the timed call", text)
         self.assertNotIn("03_matmul · Task 1 · performance: passed", text)
         self.assertNotIn("What went wrong", text)
 
