@@ -397,9 +397,13 @@ class ReductionFigures(Figures):
     def _shares_at(self, largest: int, yardstick_gbps: float, exclude: Sequence[str]):
         """A bar chart of each function's GB/s at n = `largest` as a % of `yardstick_gbps`, an
         implementation beside the other (those in `exclude`, the yardstick's, left out); a function
-        with no row there (wrong, crashed, not done, or not swept this far) marked "not timed"."""
+        of the student or the reference with no row there (wrong, crashed, not done, or not swept
+        this far) marked "not timed"."""
         names = [n for n in implementations(self.kernels) if n not in exclude]
         operations = self._functions()
+        # Operations only a baseline has (lesson 06's kernel as given): nothing of the student's is missing there.
+        baseline_only = {op for op in operations
+                         if all(r["implementation"] not in IMPLEMENTATION_ORDER for r in self.kernels if r["operation"] == op)}
         fig, ax = self.plt.subplots(figsize=(6.2 if len(operations) < 5 else 7.2, 3.8))
         width = 0.8 / max(len(names), 1)
         highest = 100.0
@@ -411,7 +415,7 @@ class ReductionFigures(Figures):
                 if row:
                     xs.append(x)
                     heights.append(100 * row["gbps"] / yardstick_gbps)
-                else:
+                elif name in IMPLEMENTATION_ORDER and operation not in baseline_only:
                     ax.text(x, 2, "not\ntimed", ha="center", va="bottom", fontsize=6.5, color="0.4")
             highest = max([highest] + heights)
             bars = ax.bar(xs, heights, width=width * 0.95, color=f"C{i}", label=name)
