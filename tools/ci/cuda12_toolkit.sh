@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Lays out a CUDA 12.4 toolkit (nvcc, runtime, cuBLAS, CUPTI, CUB/Thrust) in a folder of its
-# own, so that CI can prove the workbook builds with the oldest CUDA 12 that students use.
+# Lays out a CUDA 12.4 toolkit (nvcc, runtime, cuBLAS, CUPTI, CUB/Thrust, NVTX, the profiler
+# API) in a folder of its own, so that CI can prove the workbook builds with the oldest CUDA 12
+# that students use.
 #
 #   tools/ci/cuda12_toolkit.sh PREFIX     lay it out at PREFIX (about 1 GB downloaded)
 #   tools/ci/cuda12_toolkit.sh --help
 #
 # Where the parts come from (every version pinned below):
 #  - PyPI's nvidia-*-cu12 wheels, through pip and whatever index pip is configured with:
-#    headers and libraries (runtime, CUPTI, cuBLAS, CCCL), ptxas and libnvvm. They hold no
-#    compiler driver (nvcc, cicc, cudafe++, fatbinary, nvlink).
+#    headers and libraries (runtime, CUPTI, cuBLAS, CCCL, NVTX, cuda_profiler_api.h), ptxas
+#    and libnvvm. They hold no compiler driver (nvcc, cicc, cudafe++, fatbinary, nvlink).
 #  - Debian's nvidia-cuda-toolkit and nvidia-cuda-dev (trixie, non-free), from the Debian mirror
 #    apt is already configured with: the compiler driver, and the static runtime and the libcuda
 #    stub. They are downloaded with a private apt state and unpacked, never installed.
@@ -38,6 +39,8 @@ WHEELS=(
   "nvidia-cuda-cupti-cu12==12.4.127 --hash=sha256:9dec60f5ac126f7bb551c055072b69d85392b13311fcc1bcda2202d172df30fb"
   "nvidia-cublas-cu12==12.4.5.8 --hash=sha256:2fc8da60df463fdefa81e323eef2e36489e1c94335b5358bcb38360adf75ac9b"
   "nvidia-cuda-cccl-cu12==12.4.127.post1 --hash=sha256:2027fa5fc75fbee703bf24e8275a40a605cf94a3e8fef8a7187897d49b34facb"
+  "nvidia-nvtx-cu12==12.4.127 --hash=sha256:781e950d9b9f60d8241ccea575b32f5105a5baf4c2351cab5256a24869f12a1a"
+  "nvidia-cuda-profiler-api-cu12==12.4.127 --hash=sha256:7d80d1d8cfedc4b31b3df260f75e339a51322b25ff41f2a47edb5b2139b8a58f"
 )
 DEBIAN_SUITE=trixie
 DEBIAN_COMPONENT=non-free
@@ -142,7 +145,7 @@ cp "$site"/cuda_nvcc/bin/ptxas "$prefix"/bin/
 cp "$site"/cuda_nvcc/nvvm/lib64/libnvvm.so* "$prefix"/nvvm/lib64/
 cp -r "$site"/cuda_nvcc/nvvm/libdevice "$prefix"/nvvm/
 [ -d "$site"/cuda_nvcc/nvvm/include ] && cp -r "$site"/cuda_nvcc/nvvm/include "$prefix"/nvvm/
-for part in cuda_nvcc cuda_runtime cuda_cupti cublas cuda_cccl; do cp -r "$site/$part"/include/. "$prefix"/include/; done
+for part in cuda_nvcc cuda_runtime cuda_cupti cublas cuda_cccl nvtx cuda_profiler_api; do cp -r "$site/$part"/include/. "$prefix"/include/; done
 for part in cuda_runtime cuda_cupti cublas; do cp -a "$site/$part"/lib/. "$prefix"/lib64/; done
 [ -d "$site"/cuda_cccl/lib/cmake ] && cp -r "$site"/cuda_cccl/lib/cmake "$prefix"/lib64/
 find "$prefix" \( -name __init__.py -o -name __pycache__ \) -prune -exec rm -rf {} +
