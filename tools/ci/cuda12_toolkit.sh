@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Lays out a CUDA 12.4 toolkit (nvcc, runtime, cuBLAS, CUPTI, CUB/Thrust, NVTX, the profiler
-# API) in a folder of its own, so that CI can prove the workbook builds with the oldest CUDA 12
-# that students use.
+# Lays out a CUDA 12.4 toolkit (nvcc, runtime, cuBLAS, cuRAND, CUPTI, CUB/Thrust, NVTX, the
+# profiler API) in a folder of its own, so that CI can prove the workbook builds with the oldest
+# CUDA 12 that students use.
 #
 #   tools/ci/cuda12_toolkit.sh PREFIX     lay it out at PREFIX (about 1 GB downloaded)
 #   tools/ci/cuda12_toolkit.sh --help
 #
 # Where the parts come from (every version pinned below):
 #  - PyPI's nvidia-*-cu12 wheels, through pip and whatever index pip is configured with:
-#    headers and libraries (runtime, CUPTI, cuBLAS, CCCL, NVTX, cuda_profiler_api.h), ptxas
-#    and libnvvm. They hold no compiler driver (nvcc, cicc, cudafe++, fatbinary, nvlink).
+#    headers and libraries (runtime, CUPTI, cuBLAS, cuRAND, CCCL, NVTX, cuda_profiler_api.h),
+#    ptxas and libnvvm. They hold no compiler driver (nvcc, cicc, cudafe++, fatbinary, nvlink).
 #  - Debian's nvidia-cuda-toolkit and nvidia-cuda-dev (trixie, non-free), from the Debian mirror
 #    apt is already configured with: the compiler driver, and the static runtime and the libcuda
 #    stub. They are downloaded with a private apt state and unpacked, never installed.
@@ -41,6 +41,7 @@ WHEELS=(
   "nvidia-cuda-cccl-cu12==12.4.127.post1 --hash=sha256:2027fa5fc75fbee703bf24e8275a40a605cf94a3e8fef8a7187897d49b34facb"
   "nvidia-nvtx-cu12==12.4.127 --hash=sha256:781e950d9b9f60d8241ccea575b32f5105a5baf4c2351cab5256a24869f12a1a"
   "nvidia-cuda-profiler-api-cu12==12.4.127 --hash=sha256:7d80d1d8cfedc4b31b3df260f75e339a51322b25ff41f2a47edb5b2139b8a58f"
+  "nvidia-curand-cu12==10.3.5.147 --hash=sha256:a88f583d4e0bb643c49743469964103aa59f7f708d862c3ddb0fc07f851e3b8b"
 )
 DEBIAN_SUITE=trixie
 DEBIAN_COMPONENT=non-free
@@ -145,11 +146,11 @@ cp "$site"/cuda_nvcc/bin/ptxas "$prefix"/bin/
 cp "$site"/cuda_nvcc/nvvm/lib64/libnvvm.so* "$prefix"/nvvm/lib64/
 cp -r "$site"/cuda_nvcc/nvvm/libdevice "$prefix"/nvvm/
 [ -d "$site"/cuda_nvcc/nvvm/include ] && cp -r "$site"/cuda_nvcc/nvvm/include "$prefix"/nvvm/
-for part in cuda_nvcc cuda_runtime cuda_cupti cublas cuda_cccl nvtx cuda_profiler_api; do cp -r "$site/$part"/include/. "$prefix"/include/; done
-for part in cuda_runtime cuda_cupti cublas; do cp -a "$site/$part"/lib/. "$prefix"/lib64/; done
+for part in cuda_nvcc cuda_runtime cuda_cupti cublas cuda_cccl nvtx cuda_profiler_api curand; do cp -r "$site/$part"/include/. "$prefix"/include/; done
+for part in cuda_runtime cuda_cupti cublas curand; do cp -a "$site/$part"/lib/. "$prefix"/lib64/; done
 [ -d "$site"/cuda_cccl/lib/cmake ] && cp -r "$site"/cuda_cccl/lib/cmake "$prefix"/lib64/
 find "$prefix" \( -name __init__.py -o -name __pycache__ \) -prune -exec rm -rf {} +
-(cd "$prefix"/lib64 && for lib in *.so.12; do ln -sf "$lib" "${lib%.12}"; done)
+(cd "$prefix"/lib64 && for lib in *.so.[0-9] *.so.[0-9][0-9]; do [ -e "$lib" ] && ln -sf "$lib" "${lib%.*}"; done)
 # ... and the static runtime and the driver stub from Debian's nvidia-cuda-dev.
 cp "$dev"/libcudart_static.a "$dev"/libcudadevrt.a "$dev"/libculibos.a "$prefix"/lib64/
 cp "$dev"/stubs/libcuda.so "$prefix"/lib64/stubs/
