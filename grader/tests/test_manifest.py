@@ -131,7 +131,11 @@ class ManifestTest(unittest.TestCase):
                          ("06", 1): ["memcheck", "initcheck", "racecheck"],
                          ("06", 2): ["memcheck", "racecheck"], ("06", 3): ["memcheck", "racecheck"],
                          ("06", 4): ["memcheck", "racecheck"], ("06", 5): ["memcheck", "racecheck"],
-                         ("06", 6): ["memcheck", "initcheck", "racecheck"]}
+                         ("06", 6): ["memcheck", "initcheck", "racecheck"],
+                         # Lesson 07: pi sums its counts per block or per warp (shared memory or
+                         # shuffles), the histogram counts in shared memory between barriers.
+                         ("07", 1): ["memcheck", "racecheck", "synccheck"],
+                         ("07", 2): ["memcheck", "racecheck", "synccheck"]}
         for key, tools in real.items():
             self.assertEqual(tools[0], "memcheck", key)
             self.assertEqual(tools, shared_memory.get(key, ["memcheck"]), key)

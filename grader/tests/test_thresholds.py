@@ -166,7 +166,8 @@ METRIC = {(1, 1): "fraction_of_copy_bandwidth", (1, 2): "fraction_of_copy_bandwi
           (4, 4): "fraction_of_cub", (5, 1): "fraction_of_overlap_bound", (5, 3): "speedup_over_cudamalloc",
           (5, 4): "speedup_over_pageable_sequential", (6, 2): "fraction_of_copy_bandwidth",
           (6, 3): "fraction_of_copy_bandwidth", (6, 4): "fraction_of_copy_bandwidth",
-          (6, 5): "fraction_of_copy_bandwidth", (6, 6): "fraction_of_copy_bandwidth"}
+          (6, 5): "fraction_of_copy_bandwidth", (6, 6): "fraction_of_copy_bandwidth",
+          (7, 1): "speedup_over_host_api", (7, 2): "speedup_over_global_atomics", (7, 4): "speedup_over_host_api"}
 
 # (task) -> [(gpu, yardstick or None, plain figures, slow figures)]
 TABLE = {
@@ -230,6 +231,20 @@ TABLE = {
              ("A10", None, [0.5, 0.85], [0.1, 0.3])],
     # Fast heat step: a thread walking down a column, 0.85.
     (6, 6): [("H100", None, [0.85], []), ("T4", None, [0.8, 0.95], []), ("A10", None, [0.8, 0.95], [])],
+    # Lesson 07: every figure is an ESTIMATE, not yet measured (no GPU time in the session that wrote
+    # the lesson): the thresholds are provisional until a GPU run measures the reference and the
+    # plain student. Pi: drawing and counting fused in registers against the host API's 16 bytes
+    # of memory traffic a point, 2-6x; slow design: the same uniforms drawn into memory first
+    # (the baseline itself).
+    (7, 1): [("H100", None, [2.0, 4.0], [0.9, 1.1]), ("T4", None, [2.5, 6.0], [0.9, 1.1]),
+             ("A10", None, [2.5, 6.0], [0.9, 1.1])],
+    # Histogram: a shared-memory copy per block against a global atomic per value on Boltzmann
+    # energies (3% of them in the hottest bin); slow design: the global atomics themselves.
+    (7, 2): [("H100", None, [3.0, 20.0], [0.9, 1.1]), ("T4", None, [3.0, 20.0], [0.9, 1.1]),
+             ("A10", None, [3.0, 20.0], [0.9, 1.1])],
+    # Walkers (the challenge; the plain student leaves it): the walk in registers against the host
+    # API writing its normals; both are bound by the normals' arithmetic on an H100.
+    (7, 4): [("H100", None, [1.2, 3.0], []), ("T4", None, [1.5, 4.0], []), ("A10", None, [1.5, 4.0], [])],
 }
 
 

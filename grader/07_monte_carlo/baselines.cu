@@ -1,0 +1,157 @@
+// Lesson 07's inputs and yardsticks (baselines.hpp).
+#include "baselines.hpp"
+
+#include "workbook/curand_check.hpp"
+#include "workbook/workbook.hpp"
+
+#include <cub/block/block_reduce.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace monte_carlo_baselines {
+
+std::vector<float> energies(std::size_t n, std::uint64_t seed, float lo, float hi, int bins, bool edges) {
+  std::vector<float> values(n);
+  const double width = (double(hi) - lo) / bins;
+  for (std::size_t i = 0; i < n; ++i) {
+    // u in (0, 1]: -log(u) is an exponential variate, finite.
+    const double u = (double(workbook::mix64(workbook::mix64(seed) ^ i) >> 11) + 1.0) * 0x1.0p-53;
+    float v = float(-std::log(u));
+    const double t = (double(v) - lo) / width;
+    const double f = t - std::floor(t);
+    if (t > 0 && t < bins && (f < 1e-3 || f > 1 - 1e-3)) v = float(lo + (std::floor(t) + 0.5) * width);  // the bin's middle
+    values[i] = v;
+  }
+  if (edges && n > 0) {
+    const float specials[] = {lo,
+                              std::nextafter(lo, -std::numeric_limits<float>::infinity()),
+                              float(lo - 0.3 * width),
+                              std::nextafter(hi, -std::numeric_limits<float>::infinity()),
+                              hi,
+                              std::nextafter(hi, std::numeric_limits<float>::infinity()),
+                              std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity()};
+    // Each special value at a seeded place; in a short input, as many as fit.
+    for (std::size_t k = 0; k < sizeof specials / sizeof specials[0] && k < n; ++k) {
+      const std::size_t at = n <= 16 ? k : std::size_t(workbook::mix64(seed + 101 + k) % n);
+      values[at] = specials[k];
+    }
+  }
+  return values;
+}
+
+std::vector<unsigned int> histogram_on_host(const std::vector<float>& values, float lo, float hi, int bins) {
+  std::vector<unsigned int> counts(std::size_t(bins), 0u);
+  const double scale = bins / (double(hi) - double(lo));
+  for (const float v : values) {
+    if (!(v >= lo && v < hi)) continue;
+    const int b = std::min(int((double(v) - lo) * scale), bins - 1);
+    ++counts[std::size_t(b)];
+  }
+  return counts;
+}
+
+EdgeFacts edge_facts(const std::vector<float>& values, float lo, float hi, int bins) {
+  EdgeFacts facts;
+  const double width = (double(hi) - lo) / bins;
+  for (const float v : values) {
+    if (std::isnan(v)) {
+      ++facts.not_finite;
+    } else if (v < lo) {
+      ++facts.below_lo;
+      facts.just_below_lo += double(v) > lo - width;
+      facts.not_finite += std::isinf(v);
+    } else if (v >= hi) {
+      ++facts.at_or_above_hi;
+      facts.not_finite += std::isinf(v);
+    }
+  }
+  return facts;
+}
+
+namespace {
+
+__global__ void global_atomics_kernel(const float* values, std::size_t n, float lo, float hi, float scale,
+                                      unsigned int* counts, int bins) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float v = values[i];
+    if (v >= lo && v < hi) atomicAdd(&counts[min(int((v - lo) * scale), bins - 1)], 1u);
+  }
+}
+
+constexpr int kCountThreads = 256;
+
+__global__ void count_inside_kernel(const float2* points, std::uint64_t n, unsigned long long* inside) {
+  unsigned long long mine = 0;
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float2 p = points[i];
+    mine += p.x * p.x + p.y * p.y <= 1.0f;
+  }
+  using Reduce = cub::BlockReduce<unsigned long long, kCountThreads>;
+  __shared__ typename Reduce::TempStorage scratch;
+  const unsigned long long block = Reduce(scratch).Sum(mine);
+  if (threadIdx.x == 0) atomicAdd(inside, block);
+}
+
+int grid_for(std::size_t n, int threads) {
+  static const int sms = [] {
+    int device = 0;
+    WORKBOOK_CUDA_CHECK(cudaGetDevice(&device));
+    return workbook::query_device(device).sm_count;
+  }();
+  const int most = sms * 8;
+  return int(std::max<std::size_t>(1, std::min<std::size_t>((n + threads - 1) / threads, std::size_t(most))));
+}
+
+}  // namespace
+
+void global_atomics_histogram(const float* values, std::size_t n, float lo, float hi, unsigned int* counts, int bins,
+                              cudaStream_t stream) {
+  WORKBOOK_CUDA_CHECK(cudaMemsetAsync(counts, 0, sizeof *counts * std::size_t(bins), stream));
+  if (n == 0) return;
+  global_atomics_kernel<<<grid_for(n, 256), 256, 0, stream>>>(values, n, lo, hi, float(bins) / (hi - lo), counts, bins);
+  WORKBOOK_CHECK_LAUNCH();
+}
+
+HostApiPi::HostApiPi(std::uint64_t n) : n_(n) {
+  WORKBOOK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&uniforms_), sizeof(float) * 2 * std::max<std::uint64_t>(n, 1)));
+  WORKBOOK_CURAND_CHECK(curandCreateGenerator(&generator_, CURAND_RNG_PSEUDO_PHILOX4_32_10));
+  WORKBOOK_CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(generator_, 20261125));
+}
+
+HostApiPi::~HostApiPi() {
+  if (generator_ != nullptr) curandDestroyGenerator(generator_);
+  if (uniforms_ != nullptr) workbook::cuda_check_noexcept(cudaFree(uniforms_), "cudaFree(uniforms_)", __FILE__, __LINE__);
+}
+
+void HostApiPi::run(unsigned long long* inside, cudaStream_t stream) {
+  WORKBOOK_CUDA_CHECK(cudaMemsetAsync(inside, 0, sizeof *inside, stream));
+  WORKBOOK_CURAND_CHECK(curandSetStream(generator_, stream));
+  WORKBOOK_CURAND_CHECK(curandGenerateUniform(generator_, uniforms_, 2 * n_));
+  count_inside_kernel<<<grid_for(n_, kCountThreads), kCountThreads, 0, stream>>>(reinterpret_cast<const float2*>(uniforms_),
+                                                                                  n_, inside);
+  WORKBOOK_CHECK_LAUNCH();
+}
+
+HostApiNormals::HostApiNormals(std::size_t count) : count_(count + (count & 1)) {
+  WORKBOOK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&normals_), sizeof(float) * std::max<std::size_t>(count_, 2)));
+  WORKBOOK_CURAND_CHECK(curandCreateGenerator(&generator_, CURAND_RNG_PSEUDO_PHILOX4_32_10));
+  WORKBOOK_CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(generator_, 20261125));
+}
+
+HostApiNormals::~HostApiNormals() {
+  if (generator_ != nullptr) curandDestroyGenerator(generator_);
+  if (normals_ != nullptr) workbook::cuda_check_noexcept(cudaFree(normals_), "cudaFree(normals_)", __FILE__, __LINE__);
+}
+
+void HostApiNormals::run(cudaStream_t stream) {
+  WORKBOOK_CURAND_CHECK(curandSetStream(generator_, stream));
+  WORKBOOK_CURAND_CHECK(curandGenerateNormal(generator_, normals_, count_, 0.0f, 1.0f));
+}
+
+}  // namespace monte_carlo_baselines

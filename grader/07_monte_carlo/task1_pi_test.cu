@@ -1,0 +1,161 @@
+// Lesson 07, task 1: count_inside_circle, pi by Monte Carlo with cuRAND's device API.
+//
+// What is checked:
+// - a "wrote nothing" probe (the counter left as the grader filled it, nothing run on the GPU);
+// - at every size, 32 seeds: no count above n (the counter is filled with a large value before each
+//   call, so a count added to it is seen), the total of the 32 counts against the binomial
+//   distribution of 32 n points with p = pi/4 (exact), and, where a count's standard deviation
+//   is 10 or more, the spread of the 32 counts against the binomial one (chi-square): correlated
+//   streams give too large a spread, draws that ignore the seed too small a one. Sizes: 1, 2, 3,
+//   100, 255, 257, 1000, 4097, 100003, two drawn from the run's seed and, outside the sanitizer,
+//   2^26 + 5, so a last partial block left out (or counted twice) moves the total;
+// - the same seed gives the same count, three times (integer counts do not depend on the order
+//   they are added in);
+// - the contract (monte_carlo.hpp) at several sizes;
+// - the timed call against cuRAND's host API doing the same job through memory.
+#include "monte_carlo_grader.hpp"
+
+#include "baselines.hpp"
+#include "tracer.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace monte_carlo_grader;
+namespace stats = grader::stats;
+
+namespace {
+
+constexpr int kSeeds = 32;
+
+std::string call_text(std::uint64_t n, std::uint64_t seed) {
+  return "count_inside_circle(n = " + std::to_string(n) + ", seed = " + std::to_string(seed) + ", inside, stream)";
+}
+
+std::vector<std::uint64_t> sizes() {
+  std::vector<std::uint64_t> out{1, 2, 3, 100, 255, 257, 1000, 4097, 100003};
+  const std::uint64_t s = grader::seed_for("pi sizes");
+  out.push_back(2 + workbook::mix64(s) % 20000);
+  out.push_back(20000 + workbook::mix64(s + 1) % 3000000);
+  if (!grader::sanitize_mode()) out.push_back((std::uint64_t{1} << 26) + 5);
+  return out;
+}
+
+// One call, waited for; FAILs when the count cannot be a count of n points.
+unsigned long long count(DeviceCounter& inside, std::uint64_t n, std::uint64_t seed) {
+  inside.poison();
+  count_inside_circle(n, seed, inside.data(), student_stream());
+  grader::synchronize(call_text(n, seed));
+  const unsigned long long k = inside.read();
+  if (k == DeviceCounter::kPoison) {
+    FAIL(call_text(n, seed) << " left *inside as it was: the grader put " << DeviceCounter::kPoison
+                            << " there before the call, and that is what it holds after it.");
+  }
+  if (k > n) {
+    std::string facts = call_text(n, seed) + " counted " + std::to_string(k) + " points inside, more than the " +
+                        std::to_string(n) + " it draws.";
+    if (k > DeviceCounter::kPoison && k - DeviceCounter::kPoison <= n) {
+      facts += " The grader put " + std::to_string(DeviceCounter::kPoison) + " in *inside before the call: " +
+               std::to_string(k) + " is that plus " + std::to_string(k - DeviceCounter::kPoison) +
+               ". The header says the count is written to *inside, not added to what was there.";
+    }
+    FAIL(facts);
+  }
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("Task 1: count_inside_circle counts as a correct sampler does, at every size", "[task_1]") {
+  grader::require_gpu();
+  DeviceCounter inside;
+  {
+    const std::uint64_t n = 1000, seed = grader::seed_for("pi probe");
+    const auto trace = grader::trace([&] {
+      count_inside_circle(n, seed, inside.data(), student_stream());
+      grader::synchronize(call_text(n, seed));
+    });
+    const bool gpu_work = trace && (!trace->kernels.empty() || !trace->copies.empty() || !trace->memsets.empty());
+    if (inside.read() == DeviceCounter::kPoison && !gpu_work) {
+      grader::wrote_nothing(call_text(n, seed) + " returned and left *inside as the grader filled it; it ran nothing on the GPU",
+                            trace);
+    }
+  }
+  std::vector<stats::Test> tests;
+  for (const std::uint64_t n : sizes()) {
+    CAPTURE(n);
+    std::vector<double> counts;
+    double total = 0;
+    for (int k = 0; k < kSeeds; ++k) {
+      const double c = double(count(inside, n, grader::seed_for("pi seed " + std::to_string(k) + " n " + std::to_string(n))));
+      counts.push_back(c);
+      total += c;
+    }
+    const std::string at = "n = " + std::to_string(n) + ", " + std::to_string(kSeeds) + " seeds";
+    stats::Test t = stats::binomial_test("the total count over " + at, total, kSeeds * double(n), kQuarterPi);
+    t.observed += " points inside (pi ~ " + stats::number_text(4.0 * total / (kSeeds * double(n))) + ")";
+    tests.push_back(t);
+    const double variance = double(n) * kQuarterPi * (1 - kQuarterPi);
+    if (variance >= 100) tests.push_back(stats::variance_test("the spread of the counts over " + at, counts, variance));
+  }
+  require_statistics("count_inside_circle", tests);
+}
+
+TEST_CASE("Task 1: count_inside_circle gives the same count for the same seed", "[task_1]") {
+  grader::require_gpu();
+  DeviceCounter inside;
+  std::vector<std::uint64_t> ns{1000, 100003};
+  if (!grader::sanitize_mode()) ns.push_back((std::uint64_t{1} << 26) + 5);
+  for (const std::uint64_t n : ns) {
+    const std::uint64_t seed = grader::seed_for("pi same seed " + std::to_string(n));
+    const unsigned long long first = count(inside, n, seed);
+    for (int again = 1; again < 3; ++again) {
+      const unsigned long long k = count(inside, n, seed);
+      if (k != first) {
+        FAIL(call_text(n, seed) << " counted " << first << " points inside, then " << k
+                                << " when called again with the same n and seed. The header asks for the same count: "
+                                   "a count made of integers is the same in whatever order the GPU adds it up, one "
+                                   "made in floating point is not, and neither is one drawn from a seed that changes "
+                                   "(a clock, a counter kept between calls).");
+      }
+    }
+  }
+}
+
+TEST_CASE("Task 1: count_inside_circle keeps its contract at every size", "[task_1]") {
+  grader::require_gpu();
+  if (grader::sanitize_mode()) SKIP("the tracer is not available under compute-sanitizer");
+  const grader::Contract contract = grader::given_stream_contract("count_inside_circle");
+  DeviceCounter inside;
+  for (const std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{1000}, std::uint64_t{100003},
+                                (std::uint64_t{1} << 24) + 1}) {
+    CAPTURE(n);
+    const std::uint64_t seed = grader::seed_for("pi contract");
+    grader::require_contract_kept(contract, {call_text(n, seed), {student_stream()}, {}, {{"n", double(n)}}},
+                                  [&] { count_inside_circle(n, seed, inside.data(), student_stream()); });
+  }
+}
+
+TEST_CASE("Task 1: count_inside_circle against cuRAND's host API", "[task_1][perf]") {
+  grader::require_gpu();
+  const std::uint64_t n = monte_carlo_benchmark::kPiN, seed = grader::seed_for("pi timed");
+  CAPTURE(n);
+  DeviceCounter inside;
+  // A count far from pi/4 is not timed.
+  const unsigned long long k = count(inside, n, seed);
+  require_statistics("count_inside_circle, the timed call", {stats::binomial_test("its count", double(k), double(n), kQuarterPi)});
+  monte_carlo_baselines::HostApiPi host_api(n);
+  workbook::MeasureOptions timing = monte_carlo_benchmark::graded_timing();
+  timing.stream = student_stream();
+  const auto baseline = workbook::measure([&](cudaStream_t s) { host_api.run(inside.data(), s); }, timing);
+  timing.profiled = true;  // the student's code: what a profiling run profiles
+  const auto student = workbook::measure([&](cudaStream_t s) { count_inside_circle(n, seed, inside.data(), s); }, timing);
+  grader::record_metric("n", double(n));
+  grader::record_metric("median_ms", student.median_ms);
+  grader::record_metric("host_api_ms", baseline.median_ms);
+  grader::record_metric("samples_per_second", double(n) / (student.median_ms * 1e-3));
+  grader::record_metric("speedup_over_host_api", baseline.median_ms / student.median_ms);
+}
