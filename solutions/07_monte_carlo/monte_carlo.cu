@@ -144,16 +144,12 @@ void thermal_velocities(curandGenerator_t generator, float* v, std::size_t parti
   if (count == 0) return;
   const float sigma = std::sqrt(kT_over_m);
   WORKBOOK_CURAND_CHECK(curandSetStream(generator, stream));
-  // Normal values come in pairs (Box-Muller): the even part straight into v ...
+  // Normal values come in pairs (Box-Muller): the even part straight into v; for an odd count, one
+  // more pair over the last two places, v[count - 2] drawn again: a fresh normal, independent like
+  // the one it replaces, and nothing written past v's end.
   const std::size_t even = count & ~std::size_t{1};
-  if (even > 0) WORKBOOK_CURAND_CHECK(curandGenerateNormal(generator, v, even, 0.0f, sigma));
-  if (count == even) return;
-  // ... and the last value of an odd count through a pair in scratch memory, in stream order.
-  float* pair = nullptr;
-  WORKBOOK_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&pair), 2 * sizeof(float), stream));
-  WORKBOOK_CURAND_CHECK(curandGenerateNormal(generator, pair, 2, 0.0f, sigma));
-  WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(v + even, pair, sizeof(float), cudaMemcpyDeviceToDevice, stream));
-  WORKBOOK_CUDA_CHECK(cudaFreeAsync(pair, stream));
+  WORKBOOK_CURAND_CHECK(curandGenerateNormal(generator, v, even, 0.0f, sigma));
+  if (count != even) WORKBOOK_CURAND_CHECK(curandGenerateNormal(generator, v + count - 2, 2, 0.0f, sigma));
 }
 
 void walkers_start(Walkers walkers, std::uint64_t seed, cudaStream_t stream) {
