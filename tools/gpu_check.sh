@@ -11,6 +11,9 @@
 #                                       METRICS) on the timed tests of the solutions and of
 #                                       slow broken variants: the CSVs for counters.py's tests and
 #                                       the thresholds of issue 23, and what profiling costs
+#   tools/gpu_check.sh stats N          lesson 07's statistical tests on the reference solution, N
+#                                       times with seeds 1..N: how often a correct program fails
+#                                       each (grader/README.md, "Statistical checks", expects none)
 #   tools/gpu_check.sh summary          the short summary of everything run so far
 #
 # Stages can be combined in one call (tools/gpu_check.sh build tests summary). Logs collect in
@@ -142,6 +145,21 @@ stage_summary() {
   } | tee "$out/summary.txt"
 }
 
+stage_stats() {
+  local runs=$1 program=build/test/grade_07_monte_carlo__solutions seed failed=0
+  # The tests whose verdicts are statistical (each at alpha = 1e-6), by name; timed tests left out.
+  local spec='Task 1: count_inside_circle counts*,Task 3: thermal_velocities draws*,Task 4: the walkers spread*'
+  : > "$logs/stats.log"
+  for seed in $(seq 1 "$runs"); do
+    if ! "$program" "$spec" --rng-seed "$seed" -r compact >> "$logs/stats.log" 2>&1; then
+      failed=$((failed + 1))
+      echo "seed $seed: FAILED" >> "$logs/stats.log"
+    fi
+  done
+  echo "stats: the reference's statistical tests failed in $failed of $runs runs (seeds 1..$runs)" | tee -a "$logs/stages.txt"
+  grep -E "^seed [0-9]+: FAILED" "$logs/stats.log" | head -5
+}
+
 [ $# -gt 0 ] || set -- build tests e2e . sanitize summary
 while [ $# -gt 0 ]; do
   stage=$1
@@ -153,8 +171,9 @@ while [ $# -gt 0 ]; do
     sanitize) stage_sanitize ;;
     cost) stage_cost ;;
     ncu) stage_ncu ;;
+    stats) stage_stats "${1:-100}"; shift ;;
     summary) stage_summary ;;
-    *) echo "gpu_check.sh: unknown stage '$stage' (build, tests, e2e REGEX, sanitize, cost, ncu, summary)" >&2
+    *) echo "gpu_check.sh: unknown stage '$stage' (build, tests, e2e REGEX, sanitize, cost, ncu, stats N, summary)" >&2
        exit 2 ;;
   esac
 done
