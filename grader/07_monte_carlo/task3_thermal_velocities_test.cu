@@ -75,7 +75,7 @@ std::vector<float> velocities(curandGenerator_t generator, workbook::GuardedDevi
 
 }  // namespace
 
-TEST_CASE("Task 3: thermal_velocities draws the Maxwell-Boltzmann components, at every size", "[task_3]") {
+TEST_CASE("Task 3: thermal_velocities draws the Maxwell-Boltzmann components at every size", "[task_3]") {
   grader::require_gpu();
   {
     const std::size_t particles = 1000;
@@ -119,7 +119,7 @@ TEST_CASE("Task 3: thermal_velocities draws the Maxwell-Boltzmann components, at
   require_statistics("thermal_velocities", tests);
 }
 
-TEST_CASE("Task 3: thermal_velocities follows the generator: same seed, same values; next call, new ones", "[task_3]") {
+TEST_CASE("Task 3: thermal_velocities follows the generator (same seed: same values; next call: new ones)", "[task_3]") {
   grader::require_gpu();
   const std::size_t particles = 33333;  // 99999 values: odd
   const std::uint64_t seed = grader::seed_for("velocities reproducible");

@@ -90,7 +90,7 @@ std::vector<int> sizes() {
 
 }  // namespace
 
-TEST_CASE("Task 4: the walkers spread as a random walk does, over several calls", "[task_4]") {
+TEST_CASE("Task 4: the walkers spread as a random walk does over several calls", "[task_4]") {
   grader::require_gpu();
   {
     Ensemble e(1000);

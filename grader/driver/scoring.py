@@ -84,6 +84,13 @@ METRIC_CHECKLIST = {
                           "shared memory or registers as many times as the tile allows?",
     "fraction_of_cub": "does each thread reduce many elements in registers before the block cooperates, and is "
                        "the whole GPU busy?",
+    "speedup_over_host_api": "does every thread draw many numbers from one generator state, and is that state "
+                             "cheap to make (a Philox state is; a XORWOW state's curand_init skips ahead to its "
+                             "subsequence, which costs far more)? Are the numbers used where they are drawn, "
+                             "never stored in global memory, and the counts combined once per block or warp?",
+    "speedup_over_global_atomics": "does each block count into its own histogram in shared memory, and add each "
+                                   "bin to global memory once at the end? Is the whole GPU busy, each thread "
+                                   "counting many values?",
 }
 
 # The rate each metric is a fraction of, reported beside it and compared with the reference.

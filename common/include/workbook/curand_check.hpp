@@ -37,10 +37,12 @@ inline const char* curand_status_name(curandStatus_t status) {
 /// curandGenerateNormal(gen, v, 3, 0.0f, 1.0f) failed: CURAND_STATUS_LENGTH_NOT_MULTIPLE (...)".
 class CurandError : public std::runtime_error {
 public:
+  /// Builds the message from the status, the call's source text and where it was made.
   CurandError(curandStatus_t status, const char* call, const char* file, int line)
       : std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " +
                            curand_status_name(status)),
         status_(status) {}
+  /// The cuRAND status, e.g. CURAND_STATUS_LENGTH_NOT_MULTIPLE.
   curandStatus_t status() const noexcept { return status_; }
 
 private:
