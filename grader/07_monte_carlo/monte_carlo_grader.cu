@@ -17,6 +17,10 @@ cudaStream_t student_stream() {
 }
 
 void require_statistics(const std::string& call, const std::vector<grader::stats::Test>& tests) {
+  // Under compute-sanitizer (./grade --sanitize, and the check of a pass) the calls are made for
+  // the sanitizer's sake, memory errors and races; their statistics are judged in the normal run
+  // only, so a correct program's chance of failing a grading stays as grader/README.md counts it.
+  if (grader::sanitize_mode()) return;
   std::ostringstream failed, passed;
   std::size_t failures = 0;
   for (const grader::stats::Test& t : tests) {
@@ -38,6 +42,9 @@ DeviceCounter::DeviceCounter() : buffer_(1) { poison(); }
 void DeviceCounter::poison() {
   const unsigned long long value = kPoison;
   buffer_.copy_from_host(&value);
+  // A copy from pageable memory may return before the value lands, and the student's stream is
+  // not ordered with the default stream: wait, or the value could land after the student's work.
+  WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 unsigned long long DeviceCounter::read() const {

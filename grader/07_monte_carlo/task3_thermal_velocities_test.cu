@@ -4,7 +4,8 @@
 // - a "wrote nothing" probe;
 // - at every size, with v poisoned and guarded: every value written and nothing around v; the
 //   values' mean (z-test) and mean square (chi-square) against a normal of variance kT/m; from 1000
-//   values on, their distribution (Kolmogorov-Smirnov); at the two largest sizes, vx against vy
+//   values on, their distribution (Kolmogorov-Smirnov); at the last two sizes (the drawn one and
+//   the largest), vx against vy
 //   and vy against vz of the same particles (correlation). Sizes: 1, 2 (6 values), 3 (9: odd),
 //   334, 33333 (99999: odd), one drawn from the run's seed and, outside the sanitizer, 2^21 + 1;
 // - a generator seeded alike gives the same values; the next call on the same generator gives
