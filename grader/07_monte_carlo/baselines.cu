@@ -60,6 +60,7 @@ EdgeFacts edge_facts(const std::vector<float>& values, float lo, float hi, int b
   for (const float v : values) {
     if (std::isnan(v)) {
       ++facts.not_finite;
+      ++facts.nan;
     } else if (v < lo) {
       ++facts.below_lo;
       facts.just_below_lo += double(v) > lo - width;
@@ -67,6 +68,8 @@ EdgeFacts edge_facts(const std::vector<float>& values, float lo, float hi, int b
     } else if (v >= hi) {
       ++facts.at_or_above_hi;
       facts.not_finite += std::isinf(v);
+    } else if (double(v) >= hi - width / 1000) {
+      ++facts.just_below_hi;
     }
   }
   return facts;

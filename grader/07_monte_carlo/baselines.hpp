@@ -29,6 +29,8 @@ std::vector<unsigned int> histogram_on_host(const std::vector<float>& values, fl
 // histogram's edge handling decides about, for the facts of a wrong verdict.
 struct EdgeFacts {
   std::size_t just_below_lo = 0, at_or_above_hi = 0, not_finite = 0, below_lo = 0;
+  std::size_t nan = 0;          // of not_finite
+  std::size_t just_below_hi = 0;  // in [hi - width / 1000, hi): a float index may round up to bins
 };
 EdgeFacts edge_facts(const std::vector<float>& values, float lo, float hi, int bins);
 

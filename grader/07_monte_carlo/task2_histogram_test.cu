@@ -120,6 +120,25 @@ void check_counts(Problem& p) {
           << " in [lo, hi). Among the values: " << edges.below_lo << " below lo (" << edges.just_below_lo
           << " of them less than a bin's width below it), " << edges.at_or_above_hi << " at or above hi, and "
           << edges.not_finite << " NaN or infinite; none of these is counted.";
+    // The hint's evidence (grader/hints.json, bin-index-truncated): bin 0 is over by exactly the
+    // values a truncating index sends there from below lo, every other bin is right, the last at
+    // most short by the values next to hi, whose float index may round up to bins.
+    const std::size_t truncated = edges.just_below_lo + edges.nan;
+    const std::size_t last = got.size() - 1;
+    bool others_right = true;
+    for (std::size_t b = 1; b < last; ++b) others_right = others_right && got[b] == expected[b];
+    const long long last_short = last > 0 ? (long long)expected[last] - (long long)got[last] : 0;
+    const bool last_explained = last_short >= 0 && (unsigned long long)last_short <= edges.just_below_hi;
+    if (truncated > 0 && others_right && last_explained &&
+        (long long)got[0] - (long long)expected[0] == (long long)truncated) {
+      facts << "\n"
+            << grader::hint(grader::HintId::bin_index_truncated,
+                            "bin 0 holds exactly the " + std::to_string(edges.just_below_lo) +
+                                " values less than a bin's width below lo and the " + std::to_string(edges.nan) +
+                                " NaNs too many: int() rounds (v - lo) * scale toward zero, so anything in (-1, 0) "
+                                "becomes bin 0, and a NaN converts to 0 on the GPU. Decide from the value whether it "
+                                "is counted (lo <= v && v < hi is false for NaN), then compute its bin.");
+    }
   }
   if (!out.guards.intact()) facts << "\n" << out.guards.describe(got.size());
   FAIL(facts.str());
