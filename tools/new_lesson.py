@@ -557,7 +557,7 @@ def check_request(root: Path, slug: str, title: str) -> dict:
     match = SLUG.match(slug)
     if not match:
         raise Refused(f"{slug!r} is not a lesson slug: two digits, an underscore and a lower-case name that "
-                      "starts with a letter (letters, digits, underscores), e.g. 07_scans")
+                      "starts with a letter (letters, digits, underscores), e.g. 08_scans")
     if not title.strip() or "\n" in title or "|" in title or title != title.strip():
         raise Refused(f"the title {title!r} must be one line of text without '|' (it is a cell of README.md's "
                       "lesson table) and without leading or trailing spaces")
@@ -646,8 +646,8 @@ def main(argv: Optional[Sequence[str]] = None, out: Callable[[str], None] = prin
     parser = argparse.ArgumentParser(
         prog="tools/new_lesson.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
-               "  tools/new_lesson.py 07_scans \"Scans: prefix sums in a block and across the grid\"\n"
-               "  tools/new_lesson.py --root /tmp/workbook-copy 06_scaffold_check \"Scaffold check\"\n"
+               "  tools/new_lesson.py 08_scans \"Scans: prefix sums in a block and across the grid\"\n"
+               "  tools/new_lesson.py --root /tmp/workbook-copy 08_scaffold_check \"Scaffold check\"\n"
                "then: ./grade 06 (\"not implemented yet\"), ./grade --tree solutions 06 (full marks, on a GPU)")
     parser.add_argument("slug", help="NN_name: two digits after the last lesson's number, then the lesson's name")
     parser.add_argument("title", help="the lesson's title, as README.md's lesson table shows it")

@@ -28,6 +28,7 @@ SWEEP_FIGURES = {
     "reduction": ("time_vs_n", "gbps_vs_n", "fraction_of_cub"),
     "streams": ("time_vs_chunks", "timeline"),
     "grid": ("gbps_vs_n", "fraction_of_copy"),
+    "monte_carlo": ("pi_error_vs_n", "pi_rate_vs_n", "histogram_vs_bins"),
 }
 
 

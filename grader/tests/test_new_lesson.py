@@ -344,7 +344,7 @@ class ArgumentsTest(unittest.TestCase):
         result = subprocess.run([sys.executable, str(TOOL), "--help"], stdout=subprocess.PIPE, text=True)
         self.assertEqual(result.returncode, 0)
         text = " ".join(result.stdout.split())
-        self.assertIn('tools/new_lesson.py 07_scans "Scans:', text)
+        self.assertIn(f'tools/new_lesson.py {NEXT}_scans "Scans:', text)
         self.assertIn("--root", text)
         self.assertIn("The placeholder task is timed: its [task_1][perf] test measures scale at benchmark.hpp's size",
                       text)

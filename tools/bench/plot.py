@@ -41,6 +41,17 @@ For the streams pipeline of 05_streams ("streams"):
                         traced call of process, student and reference in two panels, a lane
                         each for the copies in, the kernels and the copies out (the call
                         itself above them), coloured by stream, time in ms since the call
+For the Monte Carlo of 07_monte_carlo ("monte_carlo"):
+  pi_error_vs_n         the error of the estimate 4 inside / N against N (log-log): each seed's
+                        |error| as a dot, the RMS over the seeds as a line, student and reference,
+                        with the standard error 4 sqrt(p (1 - p) / N), p = pi / 4; below, each
+                        seed's signed error in standard errors, which stays within a few of 0
+  pi_rate_vs_n          points per second (N / median time) against N: count_inside_circle,
+                        student solid and reference dashed, cuRAND's host API with its counting
+                        kernel in black, the CPU (xoshiro256**, one thread and all threads) in grey
+  histogram_vs_bins     the histogram's time against its number of bins at the timed n, student
+                        solid and reference dashed, one global atomic per value in black, and
+                        the time to read the n floats at the measured copy bandwidth
 Each is written as PNG and as PDF (or SVG), with the GPU's name and the units on it, and,
 when ./sweep left functions out because they crashed or hung, their names in the footnote.
 Exit codes: 0 written; 2 the CSV is not a sweep CSV (the message says why); 3 matplotlib
@@ -60,6 +71,7 @@ sys.path.insert(0, str(ROOT / "grader"))
 import crossover  # noqa: E402
 from driver.manifest import ManifestError, Sweep, load_manifest  # noqa: E402
 import overlap  # noqa: E402
+import sweep_schema  # noqa: E402
 from sweep_schema import (CsvError, TRANSFERS, is_timeline, is_transfer, left_out, read_sweep,  # noqa: E402
                           read_timeline)
 
@@ -526,6 +538,137 @@ class StreamsFigures(Figures):
                                             "the number of chunks")
 
 
+class MonteCarloFigures(Figures):
+    """The figures of 07_monte_carlo: how the error of pi by Monte Carlo falls with N, how many
+    points a second each way of drawing them reaches, and what privatising the histogram buys as
+    its bins grow fewer (more contention)."""
+
+    STYLES = {"student": "-", "reference": "--"}
+    PI_BASELINES = {  # (implementation, operation): colour, line style, marker, label
+        ("baseline", "host_api_pi"): ("k", "-", "s", "cuRAND host API: 2N uniforms into memory, then a counting kernel"),
+        ("CPU", "cpu_one_thread"): ("0.55", "-", "v", "CPU, one thread (xoshiro256**)"),
+        ("CPU", "cpu_all_threads"): ("0.55", "--", "^", "CPU, all threads (xoshiro256** each, std::thread)"),
+    }
+    HISTOGRAMS = ("histogram", "global_atomics_histogram")
+
+    def _pi_names(self) -> List[str]:
+        """The implementations with task 1's rows (the student's are missing when they were wrong)."""
+        return [name for name in implementations(self.kernels)
+                if any(r["implementation"] == name and r["operation"] == sweep_schema.PI_COUNT for r in self.kernels)]
+
+    def pi_error_vs_n(self) -> bool:
+        names = self._pi_names()
+        if not names:
+            return False
+        fig, (ax, az) = self.plt.subplots(2, 1, figsize=(6.4, 6.2), sharex=True, layout="constrained",
+                                          gridspec_kw={"height_ratios": [3, 2]})
+        ns = sorted({r["n"] for r in self.kernels if r["operation"] == sweep_schema.PI_COUNT})
+        for i, name in enumerate(names):
+            errors = sweep_schema.pi_errors(self.kernels, name)
+            shift = 1.06 ** (i - (len(names) - 1) / 2)  # side by side, not on top of each other
+            xs = [n * shift for n, seeds in errors.items() for _ in seeds]
+            ax.scatter(xs, [abs(e) for seeds in errors.values() for e in seeds], s=5, color=f"C{i}", alpha=0.35,
+                       linewidths=0)
+            seeds = max(len(v) for v in errors.values())
+            ax.plot(list(errors), [sweep_schema.rms(v) for v in errors.values()], marker="o", markersize=3.5,
+                    linewidth=1.2, linestyle=self.STYLES.get(name, "-."), color=f"C{i}",
+                    label=f"{name}: RMS error over {seeds} seed{'s' if seeds != 1 else ''} (dots: each seed)")
+            az.scatter(xs, [e / sweep_schema.pi_standard_error(n) for n, v in errors.items() for e in v], s=6,
+                       color=f"C{i}", alpha=0.6, linewidths=0, label=name)
+        ax.plot(ns, [sweep_schema.pi_standard_error(n) for n in ns], "k:", linewidth=1.2,
+                label="standard error 4 sqrt(p(1 - p) / N), p = π/4: 1.64 / sqrt(N)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_ylabel("|4 inside / N - π|")
+        ax.legend(fontsize=6.5, loc="lower left")
+        az.axhspan(-1, 1, color="0.92", zorder=0)
+        for z in (-3, 3):
+            az.axhline(z, color="0.5", linestyle=":", linewidth=0.8)
+        az.axhline(0, color="k", linewidth=0.6)
+        az.set_ylabel("error / standard error")
+        az.set_xlabel("N (points drawn)")
+        az.text(0.99, 0.02, "shaded: within one standard error; dotted: three", transform=az.transAxes, ha="right",
+                va="bottom", fontsize=6.5, color="0.35")
+        self._finish(fig, "pi_error_vs_n", "π by Monte Carlo: the error of the estimate against N")
+        return True
+
+    def _rate_errorbars(self, ax, rows_by_n: Dict[int, Dict], **style) -> None:
+        """Points per second, bars from the slowest sample to the fastest (the median seed's row)."""
+        ns = sorted(rows_by_n)
+        rows = [rows_by_n[n] for n in ns]
+        ys = [n / (r["median_ms"] * 1e-3) for n, r in zip(ns, rows)]
+        low = [y - n / (r["max_ms"] * 1e-3) for y, n, r in zip(ys, ns, rows)]
+        high = [n / (r["min_ms"] * 1e-3) - y for y, n, r in zip(ys, ns, rows)]
+        ax.errorbar(ns, ys, yerr=[low, high], capsize=1.5, elinewidth=0.6, markersize=3, **style)
+
+    def _median_rows(self, implementation: str, operation: str) -> Dict[int, Dict]:
+        by_n: Dict[int, List[Dict]] = defaultdict(list)
+        for r in self.kernels:
+            if r["implementation"] == implementation and r["operation"] == operation:
+                by_n[r["n"]].append(r)
+        return {n: sweep_schema.median_row(rows) for n, rows in by_n.items()}
+
+    def pi_rate_vs_n(self) -> bool:
+        names = self._pi_names()
+        baselines = [(key, self._median_rows(*key)) for key in self.PI_BASELINES]
+        baselines = [(key, rows) for key, rows in baselines if rows]
+        if not names and not baselines:
+            return False
+        fig, ax = self.plt.subplots(figsize=(6.4, 4.2))
+        for i, name in enumerate(names):
+            self._rate_errorbars(ax, self._median_rows(name, sweep_schema.PI_COUNT), marker="o", linewidth=1.2,
+                                 linestyle=self.STYLES.get(name, "-."), color=f"C{i}",
+                                 label=f"count_inside_circle, {name} (cuRAND device API)")
+        for key, rows in baselines:
+            color, style, marker, label = self.PI_BASELINES[key]
+            self._rate_errorbars(ax, rows, marker=marker, linewidth=1.2, linestyle=style, color=color, label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("N (points drawn)")
+        ax.set_ylabel("points per second (N / median time)")
+        ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        notes = ["A point is two uniform floats (x, y). The GPU rows are timed with CUDA events, the median of "
+                 "the seeds' medians; the CPU rows with the host's steady clock (threads started in every call)."]
+        ax.text(1.02, 0.0, "\n".join(textwrap.fill(t, 60) for t in notes), fontsize=6.5, color="0.25", ha="left",
+                va="bottom", transform=ax.transAxes)
+        self._finish(fig, "pi_rate_vs_n", "π by Monte Carlo: points per second against N")
+        return True
+
+    def histogram_vs_bins(self) -> bool:
+        rows = [r for r in self.kernels if r["operation"] in self.HISTOGRAMS]
+        if not rows:
+            return False
+        n = max(r["n"] for r in rows)
+        rows = [r for r in rows if r["n"] == n]
+        fig, ax = self.plt.subplots(figsize=(6.4, 4.2))
+        for i, name in enumerate(implementations(rows)):
+            for operation in self.HISTOGRAMS:
+                series = sorted((r for r in rows if r["implementation"] == name and r["operation"] == operation),
+                                key=lambda r: r["bins"])
+                if not series:
+                    continue
+                baseline = operation != "histogram"
+                self._errorbars(ax, [r["bins"] for r in series], series, marker="s" if baseline else "o",
+                                linewidth=1.3 if baseline else 1.1, color="k" if baseline else f"C{i}",
+                                linestyle="-" if baseline else self.STYLES.get(name, "-."),
+                                label="one global atomicAdd per value (global_atomics_histogram)" if baseline
+                                else f"histogram, {name}")
+        floor_ms = 4.0 * n / (self.copy_gbps * 1e9) * 1e3
+        ax.axhline(floor_ms, color="k", linestyle=":", linewidth=0.8,
+                   label=f"reading the {crossover.format_n(n)} floats at the copy bandwidth ({self.copy_gbps:.0f} GB/s)")
+        bins = sorted({r["bins"] for r in rows})
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(bins)
+        ax.set_xticklabels([str(b) for b in bins])
+        ax.set_xlabel("number of bins (fewer bins: more threads add to the same counter)")
+        ax.set_ylabel("time (ms), median")
+        ax.legend(fontsize=6.5, loc="upper right")
+        self._finish(fig, "histogram_vs_bins", f"histogram of n = {crossover.format_n(n)} energies: time against the "
+                                               "number of bins")
+        return True
+
+
 class TimelineFigure:
     """The timeline of 05_streams: one traced call of process per implementation, a panel each,
     a lane for each of the copies in, the kernels and the copies out, bars coloured by stream."""
@@ -596,13 +739,16 @@ class TimelineFigure:
 # The drawing code of each sweep kind, the manifest's "sweep": {"kind": ...} (SWEEP_FIGURES in
 # grader/driver/manifest.py names each kind's figures; test_plot checks the two agree).
 KINDS = {"bandwidth": Figures, "gflops": GflopsFigures, "reduction": ReductionFigures, "streams": StreamsFigures,
-         "grid": GridFigures}
+         "grid": GridFigures, "monte_carlo": MonteCarloFigures}
 # Figures that need rows a sweep may leave out, and why one was not drawn.
 NOT_DRAWN = {
     "kernel_vs_transfer": "has no transfer rows (swept with --no-transfers): no kernel_vs_transfer figure",
     "fraction_of_cublas": "has no cuBLAS FP32 row at the largest N: no fraction_of_cublas figure",
     "fraction_of_cub": "has no cub_sum rows (swept with --no-transfers): no fraction_of_cub figure",
     "fraction_of_copy": "has no copy rows (swept with --no-transfers): no fraction_of_copy figure",
+    "pi_error_vs_n": "has no count_inside_circle rows (not right, skipped or left out): no pi_error_vs_n figure",
+    "pi_rate_vs_n": "has no rows of pi at all: no pi_rate_vs_n figure",
+    "histogram_vs_bins": "has no histogram rows (not right, skipped or left out): no histogram_vs_bins figure",
 }
 TIMELINE = "timeline"  # drawn from the lesson's timeline CSV, not from the sweep CSV's rows
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import queue
 import re
@@ -44,6 +45,7 @@ from driver.gpu_lock import GpuLock
 from driver.manifest import ManifestError, load_manifest, select_lessons
 import crossover
 import overlap
+import sweep_schema
 from sweep_schema import (COLUMNS, TIMELINE_COLUMNS, TRANSFERS, CsvError, columns_for, is_transfer, left_out_note,
                           read_sweep, read_timeline)
 
@@ -74,6 +76,8 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
                "           ./sweep 04                   sums of 1e3 .. 1e9 floats against CUB and the CPU\n"
                "           ./sweep 05 --streams 1,4     the streams pipeline: time against chunks for 1 and 4\n"
                "                                        streams, the overlap bound, and a timeline of one call\n"
+               "           ./sweep 07                   pi's error and points/s against N (16 seeds each), the\n"
+               "                                        histogram's time against its bins\n"
                "           ./plot sweep-results/02_multiply_add.csv    then the figures",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lesson number or name (default: all with a sweep)")
@@ -81,7 +85,7 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
     parser.add_argument("--no-reference", action="store_true", help="sweep your code only")
     parser.add_argument("--sizes", help="comma-separated sizes, e.g. 1e4,1e5,1e6 (default: the lesson's: half "
                                             "decades 1e4 .. 1e8 in 02 and 1e3 .. 1e9 in 04, N = 128 .. 8192 in 03, "
-                                            "2^26 in 05, n x n grids for n = 256 .. 8192 in 06)")
+                                            "2^26 in 05, n x n grids for n = 256 .. 8192 in 06, 1e2 .. 1e9 points in 07)")
     parser.add_argument("--blocks", help="comma-separated block sizes (default: the lesson's; 02: 32,64,...,1024, "
                                              "03 and 04: 256)")
     parser.add_argument("--grids", help="comma-separated grid modes (lesson 02: cover,wave)")
@@ -89,7 +93,8 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
     parser.add_argument("--chunks", help="lesson 05: comma-separated numbers of chunks (default 1,2,4,...,64)")
     parser.add_argument("--samples", type=int, help="timed launches per measurement (default 20)")
     parser.add_argument("--no-transfers", action="store_true",
-                        help="skip the host-device copy timings and the baselines (cuBLAS in 03; CUB and the CPU in 04)")
+                        help="skip the host-device copy timings and the baselines (cuBLAS in 03; CUB and the CPU in 04; "
+                             "cuRAND's host API, global atomics and the CPU in 07)")
     parser.add_argument("--out", default=str(root / "sweep-results"), help="where the CSVs go (default sweep-results/)")
     parser.add_argument("--build-dir", default=str(root / "build" / "grade"), help="CMake build directory")
     parser.add_argument("--no-build", action="store_true", help="use the programs already built in --build-dir")
@@ -235,10 +240,11 @@ class Swept(NamedTuple):
     timeline: Tuple[str, ...] = ()  # the first run's timeline that had one
 
 
-def row_key(row: str) -> Tuple[str, ...]:
-    """The KEY_COLUMNS of a CSV row: which measurement it is."""
+def row_key(row: str, columns: List[str] = COLUMNS) -> Tuple[str, ...]:
+    """The KEY_COLUMNS of a CSV row under the header `columns`: which measurement it is (the key
+    columns have the same places in every kind's header; lesson 07's has a column more after them)."""
     fields = next(csv.reader([row]), [])
-    if len(fields) != len(COLUMNS):
+    if len(fields) != len(columns):
         return ("", row, "", "", "")  # kept as it is: read_sweep will say what is wrong with it
     return tuple(fields[COLUMNS.index(column)] for column in KEY_COLUMNS)
 
@@ -301,7 +307,7 @@ def sweep_implementation(program: str, implementation: str, options: List[str], 
         if run.errors.strip():
             print(relabel(run.errors).rstrip(), file=sys.stderr)
         for row in run.rows:
-            rows.setdefault(row_key(row), row)  # the first measurement of each is kept
+            rows.setdefault(row_key(row, columns), row)  # the first measurement of each is kept
         passes = passes or run.passes  # a run after a crash keeps the first calibration
         timeline = timeline or run.timeline
         if run.code in PROGRAM_EXITS and not run.hung:  # it ended as it chose to
@@ -431,6 +437,39 @@ def summarize_grid(rows: List[dict]) -> List[str]:
     return lines
 
 
+def summarize_monte_carlo(rows: List[dict]) -> List[str]:
+    """Lesson 07: pi at the largest N, each implementation's points per second (against cuRAND's
+    host API) and its RMS error over the seeds (against the standard error); the CPU's points per
+    second; the histogram at 256 bins (or the nearest swept), against global atomics."""
+    lines = []
+    host_api = sweep_schema.points_per_second(rows, "baseline", "host_api_pi")
+    for name in sorted({r["implementation"] for r in rows if r["operation"] == sweep_schema.PI_COUNT},
+                       key=lambda s: (s != "student", s)):
+        rate = sweep_schema.points_per_second(rows, name, sweep_schema.PI_COUNT)
+        errors = sweep_schema.pi_errors(rows, name)
+        n = max(rate)
+        versus = f" ({rate[n] / host_api[n]:.2g}x the cuRAND host API)" if n in host_api else ""
+        error = (f"; RMS error over {len(errors[n])} seeds {sweep_schema.rms(errors[n]):.2g} (standard error "
+                 f"{sweep_schema.pi_standard_error(n):.2g})") if n in errors else ""
+        lines.append(f"  {name:<10} pi at N = {crossover.format_n(n)}: {rate[n]:.3g} points/s{versus}{error}")
+    for (name, operation), label in ((("baseline", "host_api_pi"), "cuRAND host API"),
+                                     (("CPU", "cpu_one_thread"), "CPU, one thread"),
+                                     (("CPU", "cpu_all_threads"), "CPU, all threads")):
+        rate = sweep_schema.points_per_second(rows, name, operation)
+        if rate:
+            n = max(rate)
+            lines.append(f"  {label:<18} {rate[n]:.3g} points/s at N = {crossover.format_n(n)} ({operation})")
+    histograms = [r for r in rows if r["operation"] in ("histogram", "global_atomics_histogram")]
+    if histograms:
+        bins = min({r["bins"] for r in histograms}, key=lambda b: (abs(math.log2(b / 256)), b))
+        at = sorted((r for r in histograms if r["bins"] == bins), key=lambda r: (r["implementation"] != "student",
+                                                                                 r["implementation"] == "baseline"))
+        lines.append(f"  histogram of n = {crossover.format_n(at[0]['n'])} values into {bins} bins: " + ", ".join(
+            f"{'global atomics' if r['implementation'] == 'baseline' else r['implementation']} "
+            f"{r['median_ms']:.3g} ms" for r in at))
+    return lines
+
+
 def summarize(path: Path, kind: str) -> List[str]:
     """One line per implementation: its best configuration at the largest n, the way the
     lesson's sweep kind (the manifest's "sweep": {"kind"}) reads."""
@@ -445,6 +484,8 @@ def summarize(path: Path, kind: str) -> List[str]:
         return summarize_gflops(kernels, largest)
     if kind == "grid":
         return summarize_grid(kernels)
+    if kind == "monte_carlo":
+        return summarize_monte_carlo(kernels)
     lines = []
     for name in sorted({r["implementation"] for r in kernels}, key=lambda s: (s != "student", s)):
         best = min((r for r in kernels if r["implementation"] == name and r["n"] == largest),
@@ -462,7 +503,7 @@ def summarize(path: Path, kind: str) -> List[str]:
 # The options of each sweep kind's axes beyond the sizes: ./sweep's flags, which its sweep
 # program takes by the same names.
 AXES = {"bandwidth": ("--blocks", "--grids"), "gflops": ("--blocks",), "reduction": ("--blocks",),
-        "streams": ("--streams", "--chunks"), "grid": ()}
+        "streams": ("--streams", "--chunks"), "grid": (), "monte_carlo": ()}
 
 
 def sweep_options(args: argparse.Namespace, kind: str, kinds: List[str]) -> List[str]:
@@ -589,7 +630,7 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
             if swept.code == PROGRAM_NO_GPU:
                 return EXIT_NO_GPU
             for row in swept.rows:
-                rows.setdefault(row_key(row), row)
+                rows.setdefault(row_key(row, columns_for(lesson.sweep.kind)), row)
             left_out += swept.left_out
             passes = passes or swept.passes
             timeline += swept.timeline

@@ -14,8 +14,9 @@ One row per measurement ("tidy" data). The sweep programs write the same columns
                                       (AXES_BY_KIND): lesson 05's CSV has the columns streams and chunks
                                       in their places, set in its pipelines (grid_mode "pipeline")
   samples, median_ms, min_ms, max_ms  the timing: CUDA events, except lesson 04's CPU rows and
-                                      gpu_with_transfer, and lesson 05's process, process_pageable and
-                                      pageable_sequential, timed with the host clock (copies included)
+                                      gpu_with_transfer, lesson 05's process, process_pageable and
+                                      pageable_sequential, and lesson 07's CPU rows, timed with the
+                                      host clock (copies included)
   bytes, flops                        moved per launch (a copy counts its bytes once), operations per launch
   gbps, gflops                        bytes / median time, flops / median time (1e9 per second)
   pct_of_copy_bandwidth               gbps as a percentage of copy_bandwidth_gbps
@@ -29,6 +30,22 @@ max(H2D, kernel, D2H) and of the sequential time H2D + kernel + D2H (overlap.py)
 h2d_pageable and d2h_pageable, and baseline pageable_sequential (copy in, kernel, copy out one
 after the other from pageable memory), are task 4's. bytes counts the n floats in and out (8n;
 4n for a copy), flops 2 x work per element (one FMA per step of the kernel's work).
+
+Lesson 07 (07_monte_carlo, kind "monte_carlo") names its axes seed and bins, and has one column
+more, after date (EXTRA_COLUMNS_BY_KIND): inside, the result of a pi row, which a timing has no
+column for. All its rows have grid_mode "own":
+  student or reference count_inside_circle   N points (n), one row per seed (seed), the count of
+                                              points inside the quarter circle (inside): pi is
+                                              about 4 inside / n
+  baseline host_api_pi                        cuRAND's host API draws 2n uniforms into memory, a
+                                              kernel counts them (its own fixed seed: seed empty;
+                                              inside is its last timed call's); bytes 16 n
+  CPU cpu_one_thread, cpu_all_threads         the same on the host (xoshiro256**), timed with the
+                                              host clock; seed the first of the sweep's
+  student or reference histogram, baseline global_atomics_histogram
+                                              n values into `bins` bins (seed and inside empty);
+                                              bytes 4 n
+bytes is 0 where nothing is read from memory; flops is 0 throughout.
 
 Lines that start with '#' are notes, not rows. ./sweep writes one after the rows for each
 function it left out because it crashed or hung ("# left out: student matmul_challenge:
@@ -70,16 +87,23 @@ PIPELINE = "pipeline"  # lesson 05's process, in the columns streams and chunks
 LAUNCH_AXES = ("block", "grid")
 # The names a sweep kind gives its two axis columns where they are not a launch configuration
 # (bench::Defaults::block_column and grid_column in tools/bench/sweep.hpp; a test checks they agree).
-AXES_BY_KIND = {"streams": ("streams", "chunks")}
+AXES_BY_KIND = {"streams": ("streams", "chunks"), "monte_carlo": ("seed", "bins")}
+# Columns a sweep kind writes after date: what its figures need besides the timing (lesson 07:
+# the count of a pi estimate). Each is a whole number >= 0, or empty where a row has none; the
+# other kinds' files have none, so their headers, and the files written before, stay as they were.
+EXTRA_COLUMNS_BY_KIND = {"monte_carlo": ("inside",)}
+_EXTRA_AT_MOST_N = ("inside",)  # a count of the n points drawn
 
 
 def columns_for(kind: str) -> List[str]:
-    """The header of a sweep of `kind`: COLUMNS with its axes named (lesson 05: streams, chunks)."""
+    """The header of a sweep of `kind`: COLUMNS with its axes named (lesson 05: streams, chunks)
+    and its extra columns after them (lesson 07: inside)."""
     first, second = AXES_BY_KIND.get(kind, LAUNCH_AXES)
-    return [first if c == "block" else second if c == "grid" else c for c in COLUMNS]
+    return ([first if c == "block" else second if c == "grid" else c for c in COLUMNS]
+            + list(EXTRA_COLUMNS_BY_KIND.get(kind, ())))
 
 
-HEADERS = [COLUMNS] + [columns_for(kind) for kind in sorted(AXES_BY_KIND)]
+HEADERS = [COLUMNS] + [columns_for(kind) for kind in sorted(set(AXES_BY_KIND) | set(EXTRA_COLUMNS_BY_KIND))]
 TIMELINE_COLUMNS = ["lesson", "implementation", "operation", "n", "streams", "chunks", "work", "kind", "name",
                     "stream", "start_ms", "end_ms", "bytes", "gpu", "date"]
 TIMELINE_KINDS = ("call", "kernel", "h2d", "d2h", "d2d", "h2h", "copy", "memset")
@@ -95,7 +119,7 @@ def is_transfer(row: Dict) -> bool:
     return row["operation"] in TRANSFERS
 
 
-def _parse_row(raw: Dict[str, str], where: str, axes: Tuple[str, str]) -> Dict:
+def _parse_row(raw: Dict[str, str], where: str, axes: Tuple[str, str], extras: Tuple[str, ...] = ()) -> Dict:
     row: Dict = {}
     for column in _TEXT:
         if not raw[column].strip():
@@ -131,7 +155,58 @@ def _parse_row(raw: Dict[str, str], where: str, axes: Tuple[str, str]) -> Dict:
                        "streams and chunks: an older ./sweep 05 wrote it; run ./sweep 05 again")
     if row["grid_mode"] == PIPELINE and None in (row[axes[0]], row[axes[1]]):
         raise CsvError(f"{where}: a '{PIPELINE}' row needs the columns {axes[0]} and {axes[1]} set")
+    for column in extras:  # EXTRA_COLUMNS_BY_KIND: a whole number >= 0, or empty
+        text = raw[column].strip()
+        if not text:
+            row[column] = None
+            continue
+        try:
+            row[column] = int(text)
+        except ValueError:
+            raise CsvError(f"{where}: column {column} is {text!r}, not a whole number") from None
+        if row[column] < 0:
+            raise CsvError(f"{where}: column {column} is {row[column]}; it must be at least 0")
+        if column in _EXTRA_AT_MOST_N and row[column] > row["n"]:
+            raise CsvError(f"{where}: column {column} is {row[column]}, more than the n = {row['n']} points drawn")
     return row
+
+
+# What lesson 07's pi rows mean (./plot's figures and ./sweep's summary read them the same way).
+PI_COUNT = "count_inside_circle"  # task 1's rows: one per N and seed, with the count in `inside`
+
+
+def pi_standard_error(n: int) -> float:
+    """The standard deviation of 4 inside / n about pi: 4 sqrt(p (1 - p) / n) with p = pi / 4."""
+    return math.sqrt(math.pi * (4 - math.pi) / n)
+
+
+def pi_errors(rows: List[Dict], implementation: str, operation: str = PI_COUNT) -> Dict[int, List[float]]:
+    """For each n, the signed errors 4 inside / n - pi of `implementation`'s rows, one per seed."""
+    errors: Dict[int, List[float]] = {}
+    for r in rows:
+        if r["implementation"] == implementation and r["operation"] == operation and r.get("inside") is not None:
+            errors.setdefault(r["n"], []).append(4.0 * r["inside"] / r["n"] - math.pi)
+    return {n: errors[n] for n in sorted(errors)}
+
+
+def rms(values: List[float]) -> float:
+    """The root mean square: of errors about the true value, the spread a standard error predicts."""
+    return math.sqrt(sum(v * v for v in values) / len(values))
+
+
+def median_row(rows: List[Dict]) -> Dict:
+    """Of several timings of one thing (a row per seed), the one with the median time (the lower middle one)."""
+    ordered = sorted(rows, key=lambda r: r["median_ms"])
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def points_per_second(rows: List[Dict], implementation: str, operation: str) -> Dict[int, float]:
+    """For each n, n / the median time of `implementation`'s `operation` (over its seeds' rows)."""
+    by_n: Dict[int, List[Dict]] = {}
+    for r in rows:
+        if r["implementation"] == implementation and r["operation"] == operation:
+            by_n.setdefault(r["n"], []).append(r)
+    return {n: n / (median_row(by_n[n])["median_ms"] * 1e-3) for n in sorted(by_n)}
 
 
 def left_out_note(implementation: str, operation: str, why: str) -> str:
@@ -259,13 +334,14 @@ def read_sweep(path: Path) -> List[Dict]:
         closest = max(HEADERS, key=lambda h: len(set(h) & set(header)))
         raise _header_error(path, header_number, header, closest, "sweep")
     axes = (header[COLUMNS.index("block")], header[COLUMNS.index("grid")])
+    extras = tuple(header[len(COLUMNS):])
     rows = []
     for number, line in lines:
         where = f"{path}: line {number}"
         fields = next(csv.reader([line]))
         if len(fields) != len(header):
             raise CsvError(f"{where}: {len(fields)} fields, expected {len(header)}")
-        rows.append(_parse_row(dict(zip(header, fields)), where, axes))
+        rows.append(_parse_row(dict(zip(header, fields)), where, axes, extras))
     if not any(not is_transfer(r) for r in rows):
         raise CsvError(f"{path}: no kernel measurements in the file")
     gpus = sorted({r["gpu"] for r in rows})

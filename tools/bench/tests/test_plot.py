@@ -2,7 +2,9 @@
 non-empty; functions that ./sweep left out are named on the figures; lesson 04's crossover
 (where the GPU overtakes the CPU) is computed right and marked; lesson 05's time against
 chunks (with the overlap bound) and its timeline are drawn from its two samples, the timeline
-also when it lies beside the sweep CSV; a malformed CSV or timeline is rejected
+also when it lies beside the sweep CSV; lesson 07's three figures (pi's error and points per
+second against N, the histogram against its bins) from a synthetic sweep, and which are left out
+when rows are missing; a malformed CSV or timeline is rejected
 with a message and exit 2; a Python without matplotlib gets a one-line install hint per
 interpreter tried and exit 3; a Python without it hands over to one with it. Run by the
 python3 that has matplotlib."""
@@ -21,6 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 import crossover  # noqa: E402
 import overlap  # noqa: E402
 from sweep_schema import COLUMNS, TIMELINE_COLUMNS, columns_for, read_sweep, read_timeline  # noqa: E402
+from test_sweep_tools import monte_carlo_rows  # noqa: E402  (a synthetic lesson 07 sweep)
 
 SAMPLE = HERE.parent / "samples" / "02_multiply_add_h100.csv"
 MATMUL_SAMPLE = HERE.parent / "samples" / "03_matmul_h100.csv"
@@ -467,6 +470,82 @@ class StreamsFiguresTest(unittest.TestCase):
                           timeline_text)
             for text in ("process with 4 streams and 16 chunks", "other copies and memsets", "stream 4"):
                 self.assertIn(text, timeline_text)
+
+
+MONTE_CARLO_FIGURES = ("pi_error_vs_n", "pi_rate_vs_n", "histogram_vs_bins")
+
+
+def monte_carlo_csv(directory, **kinds_of_rows):
+    """A SYNTHETIC lesson 07 sweep (test_sweep_tools.monte_carlo_rows: made up, not measured; no GPU
+    sample exists yet) written to `directory`/07_monte_carlo.csv."""
+    path = Path(directory) / "07_monte_carlo.csv"
+    path.write_text("\n".join([",".join(columns_for("monte_carlo"))] + monte_carlo_rows(**kinds_of_rows)) + "\n")
+    return path
+
+
+class MonteCarloFiguresTest(unittest.TestCase):
+    """Lesson 07's figures, drawn from a synthetic sweep (a sample from a GPU is to come)."""
+
+    def test_every_figure_with_what_it_shows(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = plot(monte_carlo_csv(d), "--out", d, "--format", "svg")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(sorted(f.name for f in Path(d).glob("*.png")),
+                             sorted(f"07_monte_carlo_{name}.png" for name in MONTE_CARLO_FIGURES))
+            written = [l for l in p.stdout.splitlines() if l.startswith("wrote") and l.endswith(".png")]
+            self.assertEqual([Path(l.split()[-1]).stem for l in written],
+                             [f"07_monte_carlo_{name}" for name in MONTE_CARLO_FIGURES])  # the declared order
+            for name in MONTE_CARLO_FIGURES:
+                self.assertGreater((Path(d) / f"07_monte_carlo_{name}.png").stat().st_size, 10_000, name)
+            error = svg_text(Path(d) / "07_monte_carlo_pi_error_vs_n.svg")
+            for text in ("student: RMS error over 4 seeds (dots: each seed)", "reference: RMS error over 4 seeds",
+                         "standard error 4 sqrt(p(1 - p) / N), p = π/4", "error / standard error",
+                         "the error of the estimate against N", "NVIDIA H100 80GB HBM3"):
+                self.assertIn(text, error)
+            rate = svg_text(Path(d) / "07_monte_carlo_pi_rate_vs_n.svg")
+            for text in ("count_inside_circle, student (cuRAND device API)", "count_inside_circle, reference",
+                         "cuRAND host API: 2N uniforms into memory, then a counting kernel",
+                         "CPU, one thread (xoshiro256**)", "CPU, all threads (xoshiro256** each, std::thread)",
+                         "points per second (N / median time)", "with the host's steady clock"):
+                self.assertIn(text, rate)
+            bins = svg_text(Path(d) / "07_monte_carlo_histogram_vs_bins.svg")
+            for text in ("histogram, student", "histogram, reference",
+                         "one global atomicAdd per value (global_atomics_histogram)",
+                         "reading the 6.71e7 floats at the copy bandwidth (3000 GB/s)", "number of bins",
+                         "histogram of n = 6.71e7 energies"):
+                self.assertIn(text, bins)
+
+    def test_a_student_whose_functions_were_not_timed(self):
+        """The student's count_inside_circle and histogram were wrong (no rows): the figures show the
+        reference and the baselines."""
+        with tempfile.TemporaryDirectory() as d:
+            p = plot(monte_carlo_csv(d, implementations=("reference",)), "--out", d, "--format", "svg")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(len(list(Path(d).glob("*.png"))), 3)
+            error = svg_text(Path(d) / "07_monte_carlo_pi_error_vs_n.svg")
+            self.assertIn("reference: RMS error", error)
+            self.assertNotIn("student", error)
+
+    def test_without_rows_for_a_figure_it_says_why_not(self):
+        with tempfile.TemporaryDirectory() as d:
+            # The reference's run with --no-transfers, and --skip count_inside_circle: histograms only.
+            csv = Path(d) / "07_monte_carlo.csv"
+            csv.write_text("\n".join([",".join(columns_for("monte_carlo"))] + [
+                l for l in monte_carlo_rows(("reference",), baselines=False) if ",histogram," in l]) + "\n")
+            p = plot(csv, "--out", d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("no count_inside_circle rows", p.stdout)
+            self.assertIn("no pi_rate_vs_n figure", p.stdout)
+            self.assertEqual([f.name for f in Path(d).glob("*.png")], ["07_monte_carlo_histogram_vs_bins.png"])
+            # Pi without histograms: the other two.
+            monte_carlo_csv(d, histograms=False)
+            for old in Path(d).glob("*.png"):
+                old.unlink()
+            p = plot(Path(d) / "07_monte_carlo.csv", "--out", d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("no histogram rows", p.stdout)
+            self.assertEqual(sorted(f.name for f in Path(d).glob("*.png")),
+                             ["07_monte_carlo_pi_error_vs_n.png", "07_monte_carlo_pi_rate_vs_n.png"])
 
 
 def reduction_csv(path, times):

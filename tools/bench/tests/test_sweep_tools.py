@@ -2,10 +2,14 @@
 command line, and ./sweep's handling of a sweep program's output (with stand-in programs),
 including one that crashes or hangs in one function: the others are still swept; lesson 05's
 pipeline rows, its timeline (the '# timeline' lines gathered into <lesson>_timeline.csv and
-their reader) and the calibration passed from one run to the next ('# pass')."""
+their reader) and the calibration passed from one run to the next ('# pass'); lesson 07's rows,
+whose header has the column inside after date, what they mean (pi's error and points per
+second), and its sweep program's own options."""
 import contextlib
 import io
+import math
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -21,6 +25,7 @@ sys.path[:0] = [str(BENCH), str(ROOT / "grader")]
 
 import overlap  # noqa: E402
 import sweep_cli  # noqa: E402
+import sweep_schema  # noqa: E402
 from sweep_schema import (COLUMNS, TIMELINE_COLUMNS, CsvError, columns_for, is_timeline, left_out,  # noqa: E402
                           read_sweep, read_timeline)
 
@@ -36,6 +41,10 @@ STREAMS_PROGRAM = os.environ.get("WORKBOOK_STREAMS_SWEEP_PROGRAM")
 STREAMS_SOURCE = BENCH / "05_streams.cu"
 GPU = "NVIDIA H100 80GB HBM3"
 STREAMS_COLUMNS = columns_for("streams")  # lesson 05's header: streams and chunks where the others have block, grid
+# Lesson 07's sweep program (ctest passes it): its header, its own options, and it starts without a GPU.
+MONTE_CARLO_PROGRAM = os.environ.get("WORKBOOK_MONTE_CARLO_SWEEP_PROGRAM")
+MONTE_CARLO_COLUMNS = columns_for("monte_carlo")  # seed and bins for block and grid, inside after date
+HISTOGRAM_N = 1 << 26
 
 
 def streams_rows(implementations=("student", "reference"), stages=True, n=1 << 20):
@@ -71,6 +80,47 @@ def timeline_rows(implementation, chunks=4):
             rows.append(common + f"{kind},{name},{c % 2 + 1},{c + step},{c + step + 1},{copied},{GPU},"
                         "2026-11-22T00:00:00Z")
     return rows
+
+
+def monte_carlo_rows(implementations=("student", "reference"), baselines=True, histograms=True, seeds=4,
+                     sizes=(100, 10 ** 4, 10 ** 6, 10 ** 8, 10 ** 9)):
+    """A SYNTHETIC lesson 07 sweep as CSV lines (no header), made up here, not measured: for each
+    implementation, count_inside_circle at `sizes` x `seeds` seeds, its count a binomial draw
+    (normal approximation, a fixed random.Random) and its time 5 us + N / rate (student 2e10
+    points/s, reference 4e10); with `baselines`, the host API (1e10 points/s after 10 us) and the
+    CPU (one thread 2.5e8 points/s up to 1e8, all threads 4e9 after 100 us); with `histograms`,
+    histogram and global_atomics_histogram at 2^26 values for 1, 16, 256 and 4096 bins (global
+    atomics 0.2 + 40 / bins ms, the student's 0.2 + 2 / bins, the reference's 0.15 + 1 / bins)."""
+    draw = random.Random(7)
+    p = math.pi / 4
+
+    def row(implementation, operation, n, seed, bins, ms, inside, nbytes=0):
+        gbps = nbytes / (ms * 1e6)
+        return (f"07_monte_carlo,{implementation},{operation},{n},{seed},own,{bins},20,{ms:.6g},{ms * 0.98:.6g},"
+                f"{ms * 1.05:.6g},{nbytes},0,{gbps:.6g},0,{gbps / 30:.6g},3000,{GPU},2026-11-22T00:00:00Z,{inside}")
+
+    def count(n):
+        return min(n, max(0, round(n * p + draw.gauss(0, 1) * math.sqrt(n * p * (1 - p)))))
+    lines = []
+    for n in sizes:
+        for name, rate in (("student", 2e10), ("reference", 4e10)):
+            if name in implementations:
+                lines += [row(name, "count_inside_circle", n, s, "", 0.005 + n / rate * 1e3, count(n))
+                          for s in range(1, seeds + 1)]
+        if baselines:
+            lines.append(row("baseline", "host_api_pi", n, "", "", 0.01 + n / 1e10 * 1e3, count(n), 16 * n))
+            if n <= 10 ** 8:
+                lines.append(row("CPU", "cpu_one_thread", n, 1, "", n / 2.5e8 * 1e3, count(n)))
+            lines.append(row("CPU", "cpu_all_threads", n, 1, "", 0.1 + n / 4e9 * 1e3, count(n)))
+    if histograms:
+        for bins in (1, 16, 256, 4096):
+            for name, ms in (("student", 0.2 + 2 / bins), ("reference", 0.15 + 1 / bins)):
+                if name in implementations:
+                    lines.append(row(name, "histogram", HISTOGRAM_N, "", bins, ms, "", 4 * HISTOGRAM_N))
+            if baselines:
+                lines.append(row("baseline", "global_atomics_histogram", HISTOGRAM_N, "", bins, 0.2 + 40 / bins, "",
+                                 4 * HISTOGRAM_N))
+    return lines
 
 
 def sample_lines():
@@ -326,6 +376,111 @@ class StreamsSchemaTest(unittest.TestCase):
             self.assertIn(message, p.stderr)
         # CUPTI is linked in (the tracer), yet without a GPU it starts and says why it cannot run.
         p = subprocess.run([STREAMS_PROGRAM, "--sizes", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        if p.returncode != 77:
+            self.skipTest("a GPU is present")
+        self.assertIn("needs a GPU", p.stderr)
+
+
+class MonteCarloSchemaTest(unittest.TestCase):
+    """Lesson 07's rows: its axes are seed and bins, and the count of a pi estimate has a column of its
+    own after date, which no other lesson's header has (their files read as before)."""
+
+    def test_the_header_adds_inside_after_date_and_no_other_kind_changes(self):
+        self.assertEqual(MONTE_CARLO_COLUMNS, [{"block": "seed", "grid": "bins"}.get(c, c) for c in COLUMNS]
+                         + ["inside"])
+        for kind in ("bandwidth", "gflops", "reduction", "grid"):
+            self.assertEqual(columns_for(kind), COLUMNS)
+        self.assertEqual(len(STREAMS_COLUMNS), len(COLUMNS))
+        for sample in sorted((BENCH / "samples").glob("*.csv")):  # every file written before still reads
+            (read_timeline if is_timeline(sample) else read_sweep)(sample)
+
+    def test_rows_read_with_their_seed_bins_and_count(self):
+        with CsvFile([",".join(MONTE_CARLO_COLUMNS)] + monte_carlo_rows()) as path:
+            rows = read_sweep(path)
+        pi = [r for r in rows if r["operation"] == "count_inside_circle"]
+        self.assertEqual({r["seed"] for r in pi}, {1, 2, 3, 4})
+        self.assertTrue(all(isinstance(r["inside"], int) and 0 <= r["inside"] <= r["n"] for r in pi))
+        histogram = next(r for r in rows if r["operation"] == "histogram")
+        self.assertEqual((histogram["seed"], histogram["bins"], histogram["inside"]), (None, 1, None))
+        host_api = next(r for r in rows if r["operation"] == "host_api_pi")
+        self.assertEqual((host_api["implementation"], host_api["seed"]), ("baseline", None))
+        self.assertNotIn("block", histogram)
+
+    def reject(self, column, value, *fragments):
+        lines = monte_carlo_rows()
+        fields = lines[0].split(",")
+        fields[MONTE_CARLO_COLUMNS.index(column)] = value
+        with CsvFile([",".join(MONTE_CARLO_COLUMNS), ",".join(fields)] + lines[1:]) as path:
+            with self.assertRaises(CsvError) as caught:
+                read_sweep(path)
+        for fragment in ("line 2",) + fragments:
+            self.assertIn(fragment, str(caught.exception))
+
+    def test_a_count_must_be_a_whole_number_no_larger_than_n(self):
+        self.reject("inside", "78.5", "column inside", "not a whole number")
+        self.reject("inside", "-1", "column inside", "at least 0")
+        self.reject("inside", "101", "more than the n = 100 points drawn")
+
+    def test_a_lesson_07_file_without_its_column_inside_is_rejected(self):
+        header = MONTE_CARLO_COLUMNS[:-1]
+        with CsvFile([",".join(header)] + [l.rsplit(",", 1)[0] for l in monte_carlo_rows()]) as path:
+            with self.assertRaises(CsvError) as caught:
+                read_sweep(path)
+        self.assertIn("missing inside", str(caught.exception))
+
+    def test_the_error_and_the_rate_of_pi(self):
+        self.assertAlmostEqual(sweep_schema.pi_standard_error(10 ** 6),
+                               4 * math.sqrt(math.pi / 4 * (1 - math.pi / 4) / 10 ** 6))
+        self.assertAlmostEqual(sweep_schema.pi_standard_error(1) * 1e3, sweep_schema.pi_standard_error(10 ** 6) * 1e6)
+        self.assertAlmostEqual(sweep_schema.rms([3.0, -4.0]), math.sqrt(12.5))
+        rows = [{"implementation": "student", "operation": "count_inside_circle", "n": 1000, "inside": inside,
+                 "median_ms": ms} for inside, ms in ((785, 0.02), (790, 0.01), (780, 0.04))]
+        errors = sweep_schema.pi_errors(rows, "student")
+        self.assertEqual(list(errors), [1000])
+        self.assertAlmostEqual(errors[1000][1], 3.16 - math.pi)
+        self.assertEqual(sweep_schema.pi_errors(rows, "reference"), {})
+        # The seeds' median time is 0.02 ms: 1000 points in 2e-5 s.
+        self.assertAlmostEqual(sweep_schema.points_per_second(rows, "student", "count_inside_circle")[1000], 5e7)
+        self.assertEqual(sweep_schema.median_row(rows[:2])["median_ms"], 0.01)  # the lower middle of two
+
+    def test_summary_of_pi_and_the_histogram(self):
+        with CsvFile([",".join(MONTE_CARLO_COLUMNS)] + monte_carlo_rows()) as path:
+            lines = sweep_cli.summarize(path, "monte_carlo")
+        text = "\n".join(lines)
+        self.assertTrue(lines[0].startswith("  student    pi at N = 1e9: 2e+10 points/s (2x the cuRAND host API); "
+                                            "RMS error over 4 seeds"), lines[0])
+        self.assertIn("(standard error 5.2e-05)", lines[0])
+        self.assertTrue(lines[1].startswith("  reference  pi at N = 1e9: 4e+10 points/s (4x the cuRAND host API)"))
+        self.assertIn("cuRAND host API    1e+10 points/s at N = 1e9 (host_api_pi)", text)
+        self.assertIn("CPU, one thread    2.5e+08 points/s at N = 1e8 (cpu_one_thread)", text)
+        self.assertIn("histogram of n = 6.71e7 values into 256 bins: student 0.208 ms, reference 0.154 ms, "
+                      "global atomics 0.356 ms", text)
+
+    def test_a_rerun_keeps_one_row_per_seed(self):
+        lines = monte_carlo_rows(("student",), baselines=False, histograms=False)
+        keys = [sweep_cli.row_key(line, MONTE_CARLO_COLUMNS) for line in lines]
+        self.assertEqual(len(set(keys)), len(lines))  # each seed its own measurement
+        again = lines[0].replace("2026-11-22T00:00:00Z", "2026-11-22T00:09:00Z")
+        self.assertEqual(sweep_cli.row_key(again, MONTE_CARLO_COLUMNS), keys[0])
+
+    def test_the_sweep_program_header_and_options(self):
+        if not MONTE_CARLO_PROGRAM:
+            self.skipTest("WORKBOOK_MONTE_CARLO_SWEEP_PROGRAM not set (ctest sets it)")
+        header = subprocess.run([MONTE_CARLO_PROGRAM, "--seeds", "1,2", "--bins", "4,16", "--print-header"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(header.returncode, 0, header.stderr)
+        self.assertEqual(header.stdout.strip().split(","), MONTE_CARLO_COLUMNS)
+        usage = subprocess.run([MONTE_CARLO_PROGRAM, "--help"], stdout=subprocess.PIPE, text=True).stdout
+        for text in ("--seeds", "--bins", "xoshiro256**", "--skip OP"):
+            self.assertIn(text, usage)
+        for args, message in ((["--bins", "0"], "--bins wants whole numbers from 1 to 4096"),
+                              (["--bins", "5000"], "not '5000'"), (["--blocks", "256"], "no block size to sweep"),
+                              (["--seeds", "x"], "not 'x'")):
+            p = subprocess.run([MONTE_CARLO_PROGRAM] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(message, p.stderr)
+        p = subprocess.run([MONTE_CARLO_PROGRAM, "--sizes", "1e3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)
         if p.returncode != 77:
             self.skipTest("a GPU is present")
@@ -862,6 +1017,52 @@ class StreamsSweepTest(unittest.TestCase):
             self.assertEqual(code, sweep_cli.EXIT_OK, out)
             self.assertFalse(stale.exists())
             self.assertNotIn("timeline", out)
+
+
+# A stand-in for lesson 07's sweep program: the rows of monte_carlo_rows() of its implementation,
+# the baselines unless --no-transfers; the arguments of each run go to `log`.
+FAKE_MONTE_CARLO = """
+args = sys.argv[1:]
+implementation = args[args.index("--implementation") + 1]
+open(LOG, "a").write(" ".join(args) + "\\n")
+print("# checking count_inside_circle")
+print(HEADER)
+for row in ROWS:
+    owner = row.split(",")[1]
+    if owner == implementation or (owner not in ("student", "reference") and "--no-transfers" not in args):
+        print(row)
+"""
+
+
+class MonteCarloSweepTest(unittest.TestCase):
+    """./sweep 07 end to end, the build and the GPU stood in for: the header with its column inside is
+    accepted, each seed's row kept, the baselines timed once, and the summary printed."""
+
+    def test_the_csv_and_the_summary(self):
+        with tempfile.TemporaryDirectory() as d:
+            log = Path(d) / "runs.log"
+            settings = (f"LOG, HEADER, ROWS = {str(log)!r}, {','.join(MONTE_CARLO_COLUMNS)!r}, "
+                        f"{monte_carlo_rows()!r}\n")
+            program = fake_program(d, settings + FAKE_MONTE_CARLO)
+            index = {"trees": {name: {"sweeps": {"07_monte_carlo": program}} for name in ("mine", "solutions")}}
+            device = subprocess.CompletedProcess([], 0, stdout=b'{"name": "NVIDIA H100 80GB HBM3", '
+                                                               b'"copy_bandwidth_gbps": 3000}')
+            out = io.StringIO()
+            with mock.patch.object(sweep_cli.build, "prepare", return_value=(index, "mine")), \
+                    mock.patch.object(sweep_cli, "query_device", return_value=device), \
+                    contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+                code = sweep_cli.main(["07", "--no-build", "--tree", d, "--out", d], root=ROOT)
+            runs = log.read_text().splitlines()
+            csv = Path(d) / "07_monte_carlo.csv"
+            self.assertEqual(csv.read_text().splitlines()[0], ",".join(MONTE_CARLO_COLUMNS))
+            rows = read_sweep(csv)
+        self.assertEqual(code, sweep_cli.EXIT_OK, out.getvalue())
+        self.assertEqual(len(runs), 2)
+        self.assertIn("--no-transfers", runs[1])
+        self.assertEqual(len(rows), len(monte_carlo_rows()))
+        self.assertEqual(len([r for r in rows if r["operation"] == "count_inside_circle"]), 2 * 5 * 4)
+        self.assertIn("student    pi at N = 1e9", out.getvalue())
+        self.assertIn("Figures: ./plot", out.getvalue())
 
 
 class UntouchedLabelTest(unittest.TestCase):
