@@ -34,9 +34,11 @@ std::vector<float> energies(std::size_t n, std::uint64_t seed, float lo, float h
                               std::numeric_limits<float>::quiet_NaN(),
                               std::numeric_limits<float>::infinity(),
                               -std::numeric_limits<float>::infinity()};
-    // Each special value at a seeded place; in a short input, as many as fit.
-    for (std::size_t k = 0; k < sizeof specials / sizeof specials[0] && k < n; ++k) {
-      const std::size_t at = n <= 16 ? k : std::size_t(workbook::mix64(seed + 101 + k) % n);
+    // Each special value at a place of its own, from a seeded start; in a short input, as many as fit.
+    constexpr std::size_t kSpecials = sizeof specials / sizeof specials[0];
+    const std::size_t start = std::size_t(workbook::mix64(seed + 101) % n), step = std::max<std::size_t>(1, n / kSpecials);
+    for (std::size_t k = 0; k < kSpecials && k < n; ++k) {
+      const std::size_t at = n <= 16 ? k : (start + k * step) % n;  // k * step < n: all different
       values[at] = specials[k];
     }
   }
