@@ -272,7 +272,7 @@ class CommandLineTest(Temp):
         (self.tmp / "subs").mkdir()
         self.assertEqual(cg.main([str(self.tmp / "subs"), "--out", str(self.tmp / "o")], ROOT), cg.EXIT_USAGE)  # empty
         (self.tmp / "subs" / "alice").mkdir()
-        self.assertEqual(cg.main([str(self.tmp / "subs"), "07"], ROOT), cg.EXIT_USAGE)
+        self.assertEqual(cg.main([str(self.tmp / "subs"), "99"], ROOT), cg.EXIT_USAGE)
         self.assertEqual(cg.main([str(self.tmp / "subs"), "01.2"], ROOT), cg.EXIT_USAGE)
         self.assertEqual(cg.main([str(self.tmp / "subs"), "--out", str(self.tmp / "subs" / "grades")], ROOT),
                          cg.EXIT_USAGE)
