@@ -41,7 +41,7 @@ TEST_CASE("lesson 07: energies keep a thousandth of a bin's width from every inn
   }
 }
 
-TEST_CASE("lesson 07: energies with edges hold every edge value once, at different places", "[host]") {
+TEST_CASE("lesson 07: energies with edges hold every edge value once and at different places", "[host]") {
   const float lo = 0.5f, hi = 6.0f;
   for (const std::size_t n : {std::size_t{9}, std::size_t{17}, std::size_t{100}, std::size_t{100003}}) {
     const std::vector<float> values = baselines::energies(n, 99, lo, hi, 11, true);
@@ -68,7 +68,7 @@ TEST_CASE("lesson 07: energies with edges hold every edge value once, at differe
   }
 }
 
-TEST_CASE("lesson 07: the host's histogram counts [lo, hi) only, the last bin up to hi", "[host]") {
+TEST_CASE("lesson 07: the host histogram counts from lo up to but not including hi", "[host]") {
   const float lo = -1.0f, hi = 3.0f;  // 4 bins of width 1
   const std::vector<float> values{-1.0f, std::nextafter(-1.0f, -kInf), -1.3f, -0.5f, 0.0f, 0.99f, 2.5f,
                                   std::nextafter(3.0f, -kInf), 3.0f, std::nextafter(3.0f, kInf),
