@@ -59,7 +59,7 @@ private:
   curandGenerator_t generator_ = nullptr;
 };
 
-// The kernels of \p trace that cuRAND's library launched, and those the program's own code did.
+// The kernels of \p trace that cuRAND's library launched (Trace::program_kernels() gives the program's own).
 std::vector<grader::TracedKernel> curand_kernels(const grader::Trace& trace);
 
 // "0 kernels", "1 kernel: name<<<...>>>", "3 kernels: a<<<...>>>, b<<<...>>>, ..."

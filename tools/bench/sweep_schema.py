@@ -119,6 +119,16 @@ def is_transfer(row: Dict) -> bool:
     return row["operation"] in TRANSFERS
 
 
+def _whole_number(text: str, column: str, where: str, at_least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise CsvError(f"{where}: column {column} is {text!r}, not a whole number") from None
+    if value < at_least:
+        raise CsvError(f"{where}: column {column} is {value}; it must be at least {at_least}")
+    return value
+
+
 def _parse_row(raw: Dict[str, str], where: str, axes: Tuple[str, str], extras: Tuple[str, ...] = ()) -> Dict:
     row: Dict = {}
     for column in _TEXT:
@@ -131,12 +141,7 @@ def _parse_row(raw: Dict[str, str], where: str, axes: Tuple[str, str], extras: T
         if not text and column in axes and (row["operation"] in TRANSFERS or row["grid_mode"] == OWN_LAUNCH):
             row[column] = None
             continue
-        try:
-            row[column] = int(text)
-        except ValueError:
-            raise CsvError(f"{where}: column {column} is {text!r}, not a whole number") from None
-        if row[column] < 1:
-            raise CsvError(f"{where}: column {column} is {row[column]}; it must be at least 1")
+        row[column] = _whole_number(text, column, where, at_least=1)
     for column in _NUMBER:
         text = raw[column].strip()
         try:
@@ -160,12 +165,7 @@ def _parse_row(raw: Dict[str, str], where: str, axes: Tuple[str, str], extras: T
         if not text:
             row[column] = None
             continue
-        try:
-            row[column] = int(text)
-        except ValueError:
-            raise CsvError(f"{where}: column {column} is {text!r}, not a whole number") from None
-        if row[column] < 0:
-            raise CsvError(f"{where}: column {column} is {row[column]}; it must be at least 0")
+        row[column] = _whole_number(text, column, where, at_least=0)
         if column in _EXTRA_AT_MOST_N and row[column] > row["n"]:
             raise CsvError(f"{where}: column {column} is {row[column]}, more than the n = {row['n']} points drawn")
     return row
