@@ -144,10 +144,19 @@ class RegistryAndVariantsTest(unittest.TestCase):
                                      f"{sorted(where - registered)}, which grader/hints.json does not list")
 
     def test_the_catch_all_expectations_list_no_hints(self):
-        # Full marks and untouched skeletons never get a hint.
+        # Full marks and untouched skeletons never get a hint, and a hint that may be seen only on
+        # a task whose skeleton is code given broken (lesson 06's task 1), whose verdict fails.
         for name in ("solutions.json", "exercises.json"):
             path = GRADER / "tests" / "expected" / name
-            self.assertEqual(hints_in(json.loads(path.read_text())), {}, name)
+            expected = json.loads(path.read_text())
+            self.assertEqual(hints_in(expected), {}, name)
+            for slug, tasks in expected.items():
+                for task, kinds in tasks.items():
+                    for kind, want in kinds.items():
+                        if isinstance(want, dict) and want.get("hints_if_seen"):
+                            self.assertEqual((name, want["status"]), ("exercises.json", "failed"),
+                                             f"{name} {slug} task {task} {kind}: hints_if_seen on a verdict "
+                                             "that should carry no hint")
 
 
 if __name__ == "__main__":

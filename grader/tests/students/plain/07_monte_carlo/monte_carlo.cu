@@ -86,14 +86,14 @@ void thermal_velocities(curandGenerator_t generator, float* v, std::size_t parti
 }
 
 void walkers_start(Walkers walkers, std::uint64_t seed, cudaStream_t stream) {
-  // TODO(task 4, challenge): every walker at the origin, and its generator state in
+  // TODO(task 4): (challenge) every walker at the origin, and its generator state in
   // walkers.states seeded so that the walkers are independent and the same seed gives the same walk.
   // Lesson sections: "Keeping states between calls", "Task 4".
   (void)walkers, (void)seed, (void)stream;
 }
 
 void walkers_advance(Walkers walkers, int steps, float sigma, cudaStream_t stream) {
-  // TODO(task 4, challenge): move every walker `steps` steps, each adding an independent
+  // TODO(task 4): (challenge) move every walker `steps` steps, each adding an independent
   // normal(0, sigma^2) to x and to y, drawing from the walker's state so that this call continues
   // where the last one stopped. Fast: this call is timed against cuRAND's host API drawing the same
   // numbers into memory. Lesson section: "Task 4".
