@@ -103,6 +103,22 @@ __global__ void count_inside_kernel(const float2* points, std::uint64_t n, unsig
   if (threadIdx.x == 0) atomicAdd(inside, block);
 }
 
+constexpr int kWalkThreads = 256;
+
+// Walker i's step s takes normals[(2s) * walkers + i] for x and normals[(2s + 1) * walkers + i]
+// for y: a warp's 32 walkers read 32 neighbouring floats at every step.
+__global__ void walk_from_memory_kernel(const float* normals, float* positions, int walkers, int steps, float sigma) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= walkers) return;
+  float x = positions[i], y = positions[walkers + i];
+  for (int s = 0; s < steps; ++s) {
+    x = fmaf(sigma, normals[(2 * std::size_t(s)) * walkers + i], x);
+    y = fmaf(sigma, normals[(2 * std::size_t(s) + 1) * walkers + i], y);
+  }
+  positions[i] = x;
+  positions[walkers + i] = y;
+}
+
 int grid_for(std::size_t n, int threads) {
   static const int sms = [] {
     int device = 0;
@@ -143,20 +159,29 @@ void HostApiPi::run(unsigned long long* inside, cudaStream_t stream) {
   WORKBOOK_CHECK_LAUNCH();
 }
 
-HostApiNormals::HostApiNormals(std::size_t count) : count_(count + (count & 1)) {
+HostApiWalk::HostApiWalk(int walkers, int steps)
+    : walkers_(walkers), steps_(steps), count_(2 * std::size_t(walkers) * std::size_t(steps)) {
+  count_ += count_ & 1;
   WORKBOOK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&normals_), sizeof(float) * std::max<std::size_t>(count_, 2)));
+  WORKBOOK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&positions_), sizeof(float) * 2 * std::max(walkers, 1)));
+  WORKBOOK_CUDA_CHECK(cudaMemset(positions_, 0, sizeof(float) * 2 * std::max(walkers, 1)));
   WORKBOOK_CURAND_CHECK(curandCreateGenerator(&generator_, CURAND_RNG_PSEUDO_PHILOX4_32_10));
   WORKBOOK_CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(generator_, 20261125));
 }
 
-HostApiNormals::~HostApiNormals() {
+HostApiWalk::~HostApiWalk() {
   if (generator_ != nullptr) curandDestroyGenerator(generator_);
   if (normals_ != nullptr) workbook::cuda_check_noexcept(cudaFree(normals_), "cudaFree(normals_)", __FILE__, __LINE__);
+  if (positions_ != nullptr) workbook::cuda_check_noexcept(cudaFree(positions_), "cudaFree(positions_)", __FILE__, __LINE__);
 }
 
-void HostApiNormals::run(cudaStream_t stream) {
+void HostApiWalk::run(float sigma, cudaStream_t stream) {
   WORKBOOK_CURAND_CHECK(curandSetStream(generator_, stream));
   WORKBOOK_CURAND_CHECK(curandGenerateNormal(generator_, normals_, count_, 0.0f, 1.0f));
+  if (walkers_ == 0 || steps_ == 0) return;
+  walk_from_memory_kernel<<<(walkers_ + kWalkThreads - 1) / kWalkThreads, kWalkThreads, 0, stream>>>(
+      normals_, positions_, walkers_, steps_, sigma);
+  WORKBOOK_CHECK_LAUNCH();
 }
 
 }  // namespace monte_carlo_baselines

@@ -55,17 +55,21 @@ private:
   curandGenerator_t generator_ = nullptr;
 };
 
-// `count` normals drawn into memory by cuRAND's host API (Philox). Holds the memory and the generator.
-class HostApiNormals {
+// The walk the way a program that does not fuse drawing and walking takes it: cuRAND's host API
+// (Philox) draws the 2 * walkers * steps normals into memory, a kernel adds them to the walkers'
+// positions, each walker's steps in order. Holds the memory, the positions and the generator.
+class HostApiWalk {
 public:
-  explicit HostApiNormals(std::size_t count);
-  ~HostApiNormals();
-  HostApiNormals(const HostApiNormals&) = delete;
-  HostApiNormals& operator=(const HostApiNormals&) = delete;
-  void run(cudaStream_t stream);
+  HostApiWalk(int walkers, int steps);
+  ~HostApiWalk();
+  HostApiWalk(const HostApiWalk&) = delete;
+  HostApiWalk& operator=(const HostApiWalk&) = delete;
+  void run(float sigma, cudaStream_t stream);
 private:
-  std::size_t count_;
+  int walkers_, steps_;
+  std::size_t count_;  // normals drawn: 2 * walkers * steps, rounded up to even (the host API's pairs)
   float* normals_ = nullptr;
+  float* positions_ = nullptr;  // x of every walker, then y
   curandGenerator_t generator_ = nullptr;
 };
 

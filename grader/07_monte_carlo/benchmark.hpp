@@ -5,7 +5,7 @@
 //   points inside: what a program that does not fuse drawing and using does (speedup_over_host_api);
 // - task 2, the histogram: one global atomicAdd per value (speedup_over_global_atomics);
 // - task 4, the walkers: cuRAND's host API drawing the walk's 2 * count * steps normals into
-//   memory, not even summing them (speedup_over_host_api).
+//   memory, then a kernel adding them to the positions (speedup_over_host_api).
 #pragma once
 
 #include "monte_carlo.hpp"

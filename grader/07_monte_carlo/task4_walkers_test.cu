@@ -12,7 +12,8 @@
 //   after the fourth call (correlation);
 // - the same seed and the same calls give the same positions, bit for bit;
 // - the contract (monte_carlo.hpp) of both functions at several sizes;
-// - the timed call against cuRAND's host API drawing the same normals into memory.
+// - the timed call against cuRAND's host API drawing the same normals into memory, then a kernel
+//   adding them to the positions.
 #include "monte_carlo_grader.hpp"
 
 #include "baselines.hpp"
@@ -207,10 +208,10 @@ TEST_CASE("Task 4: walkers_advance against cuRAND's host API", "[task_4][perf]")
                        {stats::sum_of_squares_test("x^2 + y^2 summed over the walkers", squares, 2.0 * count,
                                                    double(sigma) * sigma * steps)});
   }
-  monte_carlo_baselines::HostApiNormals host_api(2 * std::size_t(count) * steps);
+  monte_carlo_baselines::HostApiWalk host_api(count, steps);
   workbook::MeasureOptions timing = monte_carlo_benchmark::graded_timing();
   timing.stream = student_stream();
-  const auto baseline = workbook::measure([&](cudaStream_t s) { host_api.run(s); }, timing);
+  const auto baseline = workbook::measure([&](cudaStream_t s) { host_api.run(sigma, s); }, timing);
   timing.profiled = true;  // the student's code: what a profiling run profiles
   const auto student = workbook::measure([&](cudaStream_t s) { walkers_advance(e.walkers(), steps, sigma, s); }, timing);
   grader::record_metric("walkers", double(count));

@@ -60,7 +60,7 @@ METRIC_LABELS = {"fraction_of_copy_bandwidth": "of the measured copy bandwidth",
                  "fraction_of_overlap_bound": "of the overlap bound max(copy in, kernel, copy out)",
                  "speedup_over_cudamalloc": "as fast as cudaMalloc and cudaFree per batch",
                  "speedup_over_pageable_sequential": "as fast as the sequential pageable version",
-                 "speedup_over_host_api": "as fast as cuRAND's host API drawing the same numbers into memory",
+                 "speedup_over_host_api": "as fast as cuRAND's host API drawing the same numbers into memory, then using them",
                  "speedup_over_global_atomics": "as fast as one global atomicAdd per value"}
 
 

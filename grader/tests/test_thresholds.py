@@ -231,20 +231,25 @@ TABLE = {
              ("A10", None, [0.5, 0.85], [0.1, 0.3])],
     # Fast heat step: a thread walking down a column, 0.85.
     (6, 6): [("H100", None, [0.85], []), ("T4", None, [0.8, 0.95], []), ("A10", None, [0.8, 0.95], [])],
-    # Lesson 07: every figure is an ESTIMATE, not yet measured (no GPU time in the session that wrote
-    # the lesson): the thresholds are provisional until a GPU run measures the reference and the
-    # plain student. Pi: drawing and counting fused in registers against the host API's 16 bytes
-    # of memory traffic a point, 2-6x; slow design: the same uniforms drawn into memory first
-    # (the baseline itself).
-    (7, 1): [("H100", None, [2.0, 4.0], [0.9, 1.1]), ("T4", None, [2.5, 6.0], [0.9, 1.1]),
-             ("A10", None, [2.5, 6.0], [0.9, 1.1])],
-    # Histogram: a shared-memory copy per block against a global atomic per value on Boltzmann
-    # energies (3% of them in the hottest bin); slow design: the global atomics themselves.
-    (7, 2): [("H100", None, [3.0, 20.0], [0.9, 1.1]), ("T4", None, [3.0, 20.0], [0.9, 1.1]),
-             ("A10", None, [3.0, 20.0], [0.9, 1.1])],
-    # Walkers (the challenge; the plain student leaves it): the walk in registers against the host
-    # API writing its normals; both are bound by the normals' arithmetic on an H100.
-    (7, 4): [("H100", None, [1.2, 3.0], []), ("T4", None, [1.5, 4.0], []), ("A10", None, [1.5, 4.0], [])],
+    # Lesson 07 (H100 figures measured in November 2026, the others estimates). Pi: drawing and
+    # counting fused in registers against the host API's 16 bytes of memory traffic a point: the
+    # reference 2.8, the plain student (a curand_uniform per coordinate) 1.7-1.8; a T4 or an A10 has
+    # less bandwidth for each flop, so more to gain. Slow design: the same uniforms drawn into memory
+    # first (the baseline itself).
+    (7, 1): [("H100", None, [1.7, 2.8], [0.9, 1.1]), ("T4", None, [2.0, 5.0], [0.9, 1.1]),
+             ("A10", None, [2.0, 6.0], [0.9, 1.1])],
+    # Histogram: shared-memory copies against a global atomic per value on Boltzmann energies into
+    # 256 bins: the reference (a copy per warp) 141, the plain student (one per block) 136. Slow
+    # design: the global atomics themselves, or aggregated within a warp (__match_any_sync), which
+    # helps little when 32 values fall into 256 bins (13x on 16 bins in the lesson's example).
+    (7, 2): [("H100", None, [136.0, 141.0], [0.9, 1.1, 3.0]), ("T4", None, [30.0, 150.0], [0.9, 1.1, 3.0]),
+             ("A10", None, [30.0, 150.0], [0.9, 1.1, 3.0])],
+    # Walkers (the challenge; the plain student leaves it) against the host API's walk (its normals
+    # written and read back, 16 bytes a step): a curand_normal2 per step 1.6 on the H100 (measured
+    # with a stand-alone benchmark), the reference's curand_normal4 per two steps about 2.0. Slow
+    # design: the host API's walk itself.
+    (7, 4): [("H100", None, [1.6, 2.0], [0.9, 1.1]), ("T4", None, [1.5, 4.0], [0.9, 1.1]),
+             ("A10", None, [1.5, 4.0], [0.9, 1.1])],
 }
 
 

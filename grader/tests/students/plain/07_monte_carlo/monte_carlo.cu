@@ -96,6 +96,6 @@ void walkers_advance(Walkers walkers, int steps, float sigma, cudaStream_t strea
   // TODO(task 4): (challenge) move every walker `steps` steps, each adding an independent
   // normal(0, sigma^2) to x and to y, drawing from the walker's state so that this call continues
   // where the last one stopped. Fast: this call is timed against cuRAND's host API drawing the same
-  // numbers into memory. Lesson section: "Task 4".
+  // numbers into memory and a kernel adding them to the positions. Lesson section: "Task 4".
   (void)walkers, (void)steps, (void)sigma, (void)stream;
 }
