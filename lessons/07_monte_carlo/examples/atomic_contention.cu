@@ -102,8 +102,8 @@ __global__ void count_in_registers(const float* x, std::size_t n, float p, unsig
 }
 
 // 3. The bin of a value u in [0, 1): the "energy" E = -log2(1 - u), exponentially distributed, in
-// bins of width 1, the last one open-ended. Bin b gets half the values of bin b - 1: bin 0 half of
-// them. ilogbf is exact, so the host and the GPU agree on every bin.
+// bins of width 1, the last one open-ended: bin 1 holds half the values, bin 2 a quarter, and so
+// on; bin 0 only u = 0. ilogbf is exact, so the host and the GPU agree on every bin.
 __host__ __device__ int bin_of(float u) {
   const int b = -ilogbf(1.0f - u);  // 1 - u is exact: u is a multiple of 2^-24
   return b < kKeys - 1 ? b : kKeys - 1;
