@@ -3,11 +3,12 @@
 writes a CSV that reads back with every expected row, ./plot draws every figure from it, and
 the untouched exercise is refused ("fix it first") instead of being timed; the same for
 lessons 03 and 04, with the plain student solution (which leaves the optional challenge undone),
-and for lesson 05 with its timeline (the plain student when it has lesson 05, else the reference
-alone).
+for lesson 05 with its timeline (the plain student when it has lesson 05, else the reference
+alone), and for lesson 07 (pi's counts over seeds, its yardsticks, the histogram over bins).
 
 Exit codes: 0 as expected, 1 not, 77 no GPU (ctest reports it as skipped)."""
 import argparse
+import math
 import subprocess
 import sys
 import tempfile
@@ -171,6 +172,62 @@ def check_streams(args, out) -> list:
     return problems
 
 
+def check_monte_carlo(args, out) -> list:
+    """Lesson 07: pi's count for every N and each of the 16 seeds, for the plain student and the
+    reference, each count near N pi / 4 and the same for the same seed in both runs of the
+    reference; the host API and the CPU yardsticks at every N; the histogram of both and the
+    global atomics at every number of bins, the privatised ones faster; the summary and the three
+    figures; the untouched exercise is refused."""
+    problems = []
+    sizes = (1000, 100000)
+    sweep = [sys.executable, str(ROOT / "sweep"), "07", "--no-build", "--build-dir", args.build_dir,
+             "--sizes", ",".join(str(n) for n in sizes), "--samples", "3", "--out", out]
+    p = run(sweep + ["--tree", "grader/tests/students/plain"])
+    csv = Path(out) / "07_monte_carlo.csv"
+    if p.returncode != 0 or not csv.exists():
+        return [f"./sweep 07 exited {p.returncode}"]
+    rows = read_sweep(csv)
+    for name in ("student", "reference"):
+        for n in sizes:
+            counts = {r["seed"]: r["inside"] for r in rows
+                      if (r["implementation"], r["operation"], r["n"]) == (name, "count_inside_circle", n)}
+            if sorted(counts) != list(range(1, 17)):
+                problems.append(f"lesson 07, {name} at N = {n}: expected seeds 1..16, got {sorted(counts)}")
+            mean, sd = n * math.pi / 4, math.sqrt(n * math.pi / 4 * (1 - math.pi / 4))
+            far = {seed: c for seed, c in counts.items() if not abs(c - mean) <= 6 * sd}
+            if far:
+                problems.append(f"lesson 07, {name} at N = {n}: counts more than 6 standard deviations from N pi / 4: {far}")
+            if len(set(counts.values())) < 12:
+                problems.append(f"lesson 07, {name} at N = {n}: 16 seeds gave only {len(set(counts.values()))} counts")
+        bins = sorted(r["bins"] for r in rows if (r["implementation"], r["operation"]) == (name, "histogram"))
+        if bins != [1, 4, 16, 64, 256, 1024, 4096]:
+            problems.append(f"lesson 07, {name}: expected the histogram at 1, 4, ..., 4096 bins, got {bins}")
+    for implementation, operation in (("baseline", "host_api_pi"), ("CPU", "cpu_one_thread"), ("CPU", "cpu_all_threads")):
+        got = sorted(r["n"] for r in rows if (r["implementation"], r["operation"]) == (implementation, operation))
+        if got != list(sizes):
+            problems.append(f"lesson 07: expected {operation} at N = {sizes}, got {got}")
+    atomics = {r["bins"]: r["median_ms"] for r in rows if r["operation"] == "global_atomics_histogram"}
+    mine = {r["bins"]: r["median_ms"] for r in rows if (r["implementation"], r["operation"]) == ("reference", "histogram")}
+    slower = sorted(b for b in mine if not mine[b] < atomics.get(b, 0))
+    if sorted(atomics) != sorted(mine) or slower:
+        problems.append(f"lesson 07: the reference's histogram is not faster than global atomics at bins {slower} "
+                        f"(global atomics at {sorted(atomics)})")
+    for text in ("pi at N = 1e5", "the cuRAND host API", "CPU, one thread", "into 256 bins"):
+        if text not in p.stdout:
+            problems.append(f"./sweep 07's summary lacks {text!r}")
+    if args.plot_python:
+        figures = Path(out) / "figures07"
+        p = run([args.plot_python, str(ROOT / "plot"), str(csv), "--out", str(figures)])
+        written = sorted(f.name for f in figures.glob("*.png")) if figures.exists() else []
+        if p.returncode != 0 or written != [f"07_monte_carlo_{name}.png"
+                                            for name in ("histogram_vs_bins", "pi_error_vs_n", "pi_rate_vs_n")]:
+            problems.append(f"./plot on lesson 07 exited {p.returncode} and wrote {written}")
+    p = run(sweep + ["--tree", "exercises", "--no-reference"])
+    if p.returncode != 1 or "fix it first" not in p.stdout:
+        problems.append(f"lesson 07, untouched exercise: expected exit 1 and 'fix it first', got exit {p.returncode}")
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", required=True)
@@ -208,6 +265,7 @@ def main() -> int:
         problems += check_matmul(args, out)
         problems += check_reduction(args, out)
         problems += check_streams(args, out)
+        problems += check_monte_carlo(args, out)
     for problem in problems:
         print("FAIL:", problem)
     print(f"{len(problems)} problem(s)" if problems else "as expected")

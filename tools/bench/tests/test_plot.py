@@ -3,12 +3,13 @@ non-empty; functions that ./sweep left out are named on the figures; lesson 04's
 (where the GPU overtakes the CPU) is computed right and marked; lesson 05's time against
 chunks (with the overlap bound) and its timeline are drawn from its two samples, the timeline
 also when it lies beside the sweep CSV; lesson 07's three figures (pi's error and points per
-second against N, the histogram against its bins) from a synthetic sweep, and which are left out
-when rows are missing; a malformed CSV or timeline is rejected
+second against N, the histogram against its bins) from its H100 sample and synthetic sweeps, and
+which are left out when rows are missing; a malformed CSV or timeline is rejected
 with a message and exit 2; a Python without matplotlib gets a one-line install hint per
 interpreter tried and exit 3; a Python without it hands over to one with it. Run by the
 python3 that has matplotlib."""
 import csv as csvlib
+import math
 import os
 import re
 import subprocess
@@ -31,6 +32,7 @@ REDUCTION_SAMPLE = HERE.parent / "samples" / "04_reduction_h100.csv"
 REDUCTION_FIGURES = ("fraction_of_cub", "gbps_vs_n", "time_vs_n")
 GRID_SAMPLE = HERE.parent / "samples" / "06_debugging_profiling_h100.csv"
 GRID_FIGURES = ("fraction_of_copy", "gbps_vs_n")
+MONTE_CARLO_SAMPLE = HERE.parent / "samples" / "07_monte_carlo_h100.csv"
 # Lesson 05's samples, from one ./sweep 05 on an H100 (its CSV and its timeline).
 STREAMS_SAMPLE = HERE.parent / "samples" / "05_streams_h100.csv"
 STREAMS_TIMELINE_SAMPLE = HERE.parent / "samples" / "05_streams_timeline_h100.csv"
@@ -476,15 +478,47 @@ MONTE_CARLO_FIGURES = ("pi_error_vs_n", "pi_rate_vs_n", "histogram_vs_bins")
 
 
 def monte_carlo_csv(directory, **kinds_of_rows):
-    """A SYNTHETIC lesson 07 sweep (test_sweep_tools.monte_carlo_rows: made up, not measured; no GPU
-    sample exists yet) written to `directory`/07_monte_carlo.csv."""
+    """A SYNTHETIC lesson 07 sweep (test_sweep_tools.monte_carlo_rows: made up, not measured, for
+    the cases the sample does not cover) written to `directory`/07_monte_carlo.csv."""
     path = Path(directory) / "07_monte_carlo.csv"
     path.write_text("\n".join([",".join(columns_for("monte_carlo"))] + monte_carlo_rows(**kinds_of_rows)) + "\n")
     return path
 
 
 class MonteCarloFiguresTest(unittest.TestCase):
-    """Lesson 07's figures, drawn from a synthetic sweep (a sample from a GPU is to come)."""
+    """Lesson 07's figures, drawn from its H100 sample and from synthetic sweeps (rows left out)."""
+
+    def test_every_figure_from_the_h100_sample(self):
+        """The sample: the plain student and the reference at N = 1e2 .. 1e9, 16 seeds each; what the
+        figures show is what was measured (the estimates spread as the standard error says, the
+        device API faster than the host API at large N, the privatised histogram far faster than
+        global atomics at every bins)."""
+        rows = read_sweep(MONTE_CARLO_SAMPLE)
+        for name in ("student", "reference"):
+            pi = [r for r in rows if (r["implementation"], r["operation"]) == (name, "count_inside_circle")]
+            self.assertEqual(len(pi), 15 * 16, name)
+            big = [r for r in pi if r["n"] == 10 ** 9]
+            p = math.pi / 4
+            rms = math.sqrt(sum((4 * r["inside"] / r["n"] - math.pi) ** 2 for r in big) / len(big))
+            self.assertLess(abs(math.log(rms / (4 * math.sqrt(p * (1 - p) / 10 ** 9)))), math.log(2), name)
+            host = next(r for r in rows if r["operation"] == "host_api_pi" and r["n"] == 10 ** 9)
+            self.assertLess(big[0]["median_ms"] * 1.4, host["median_ms"], name)
+            for histogram in (r for r in rows if (r["implementation"], r["operation"]) == (name, "histogram")):
+                atomics = next(r for r in rows if r["operation"] == "global_atomics_histogram"
+                               and r["bins"] == histogram["bins"])
+                self.assertLess(histogram["median_ms"] * 10, atomics["median_ms"], (name, histogram["bins"]))
+        with tempfile.TemporaryDirectory() as out:
+            p = plot(MONTE_CARLO_SAMPLE, "--out", out, "--format", "svg")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(sorted(path.name for path in Path(out).iterdir()),
+                             sorted(f"07_monte_carlo_{name}.{ext}" for name in MONTE_CARLO_FIGURES
+                                    for ext in ("png", "svg")))
+            error = svg_text(Path(out) / "07_monte_carlo_pi_error_vs_n.svg")
+            for text in ("student: RMS error over 16 seeds (dots: each seed)", "reference: RMS error over 16 seeds",
+                         "NVIDIA H100 80GB HBM3"):
+                self.assertIn(text, error)
+            bins = svg_text(Path(out) / "07_monte_carlo_histogram_vs_bins.svg")
+            self.assertIn("one global atomicAdd per value (global_atomics_histogram)", bins)
 
     def test_every_figure_with_what_it_shows(self):
         with tempfile.TemporaryDirectory() as d:
