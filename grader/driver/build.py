@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from . import file_lock
 
@@ -150,6 +150,26 @@ def build_target(build_dir: Path, target: str) -> Tuple[bool, str]:
     with locked(build_dir, tree):
         return _run(["cmake", "--build", str(build_dir), "--target", target, "--parallel",
                      str(os.cpu_count() or 2)])
+
+
+def build_targets(build_dir: Path, targets: List[str]) -> bool:
+    """Builds the targets in one run of the build tool, so the work of all of them shares the
+    cores (one target at a time leaves most of them idle on its longest compile), and keeps going
+    past a target that fails. True when every one built; the errors are for build_target to
+    collect, target by target."""
+    if not targets:
+        return True
+    with locked(build_dir):
+        ok, _ = _run(["cmake", "--build", str(build_dir), "--parallel", str(os.cpu_count() or 2), "--target",
+                      *targets, "--", *keep_going(build_dir)])
+    return ok
+
+
+def keep_going(build_dir: Path) -> List[str]:
+    """The build tool's flag to go on past a target that fails: Ninja's or make's."""
+    cache = Path(build_dir) / "CMakeCache.txt"
+    ninja = cache.is_file() and "CMAKE_GENERATOR:INTERNAL=Ninja" in cache.read_text(errors="replace")
+    return ["-k", "0"] if ninja else ["-k"]
 
 
 _ERROR_LINE = re.compile(r"(\berror\b|undefined reference|multiple definition)")

@@ -302,9 +302,8 @@ _MAKE_PROGRESS = re.compile(r"^\[\s*(\d+)%\]")
 
 
 def run_build_tool(build_dir: Path, targets: List[str], jobs: int) -> None:
-    cache = (build_dir / "CMakeCache.txt").read_text(errors="replace")
-    keep_going = ["-k", "0"] if "CMAKE_GENERATOR:INTERNAL=Ninja" in cache else ["-k"]
-    command = ["cmake", "--build", str(build_dir), "--parallel", str(jobs), "--target", *targets, "--", *keep_going]
+    command = ["cmake", "--build", str(build_dir), "--parallel", str(jobs), "--target", *targets, "--",
+               *build.keep_going(build_dir)]
     print(f"Building {len(targets)} programs with {jobs} parallel jobs ...", flush=True)
     bar = ProgressBar(100, "% built")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

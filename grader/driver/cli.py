@@ -464,20 +464,30 @@ class CodeState:
 
 def build_lessons(build_dir: Path, lessons: List[Lesson], tree: str, tree_dir: Path, programs: Dict[str, str],
                   reference: Optional[Dict[str, str]]) -> Dict[str, str]:
-    """Builds each lesson's grader program and the reference's; returns the compiler's first
-    errors of the lessons that do not compile. A reference that does not build is dropped."""
+    """Builds each lesson's grader program and the reference's, all in one run of the build tool;
+    returns the compiler's first errors of the lessons that do not compile. A reference that does
+    not build is dropped."""
+    wanted = [(lesson.slug, build.grader_target(lesson.slug, tree), False) for lesson in lessons
+              if lesson.slug in programs]
+    wanted += [(slug, build.grader_target(slug, "solutions"), True) for slug, _, _ in list(wanted)
+               if reference and slug in reference]
+    if not wanted:
+        return {}
+    slugs = [slug for slug, _, is_reference in wanted if not is_reference]
+    print(f"Building {', '.join(slugs)} from {tree_dir} ...", flush=True)
+    if build.build_targets(build_dir, [target for _, target, _ in wanted]):
+        return {}
+    # Something did not compile: each target again on its own, for its own errors (a target that
+    # built is up to date, and its build returns at once).
     compile_failures: Dict[str, str] = {}
-    for lesson in lessons:
-        if lesson.slug not in programs:
+    for slug, target, is_reference in wanted:
+        ok, log = build.build_target(build_dir, target)
+        if ok:
             continue
-        print(f"Building {lesson.slug} from {tree_dir} ...", flush=True)
-        ok, log = build.build_target(build_dir, build.grader_target(lesson.slug, tree))
-        if not ok:
-            compile_failures[lesson.slug] = build.first_errors(log)
-        if reference and lesson.slug in reference:
-            ok, _ = build.build_target(build_dir, build.grader_target(lesson.slug, "solutions"))
-            if not ok:
-                reference.pop(lesson.slug)
+        if is_reference:
+            reference.pop(slug, None)
+        else:
+            compile_failures[slug] = build.first_errors(log)
     return compile_failures
 
 

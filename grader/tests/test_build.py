@@ -1,4 +1,5 @@
-"""Build helpers: compiler errors pulled out of a build log, trees found in the build index."""
+"""Build helpers: compiler errors pulled out of a build log, trees found in the build index, every
+lesson built in one run of the build tool."""
 import unittest
 from pathlib import Path
 
@@ -45,3 +46,56 @@ class IndexTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BuildLessonsTest(unittest.TestCase):
+    """./grade builds every lesson's program and the reference's in one run of the build tool;
+    only when that fails does it build each target alone, for each one's own errors."""
+
+    def setUp(self):
+        from driver import build, cli
+        from driver.manifest import load_manifest
+        self.build, self.cli = build, cli
+        root = Path(__file__).resolve().parents[2]
+        self.lessons = [l for l in load_manifest(root / "lessons" / "manifest.json")
+                        if l.slug in ("01_vector_add", "02_multiply_add", "03_matmul")]
+        self.programs = {l.slug: f"/b/grade_{l.slug}__alice" for l in self.lessons}
+
+    def run_build(self, together_ok, failing=()):
+        import contextlib
+        import io
+        from unittest import mock
+        calls = []
+        reference = {l.slug: f"/b/grade_{l.slug}__solutions" for l in self.lessons}
+
+        def alone(build_dir, target):
+            calls.append(target)
+            return (target not in failing, f"x.cu(3): error: {target} does not compile\n")
+        with mock.patch.object(self.build, "build_targets", return_value=together_ok) as together, \
+                mock.patch.object(self.build, "build_target", side_effect=alone), \
+                contextlib.redirect_stdout(io.StringIO()) as out:
+            failures = self.cli.build_lessons(Path("/b"), self.lessons, "alice", Path("/t/alice"), self.programs,
+                                              reference)
+        return together.call_args[0][1], calls, failures, reference, out.getvalue()
+
+    def test_every_target_in_one_build(self):
+        targets, alone, failures, reference, out = self.run_build(True)
+        self.assertEqual(sorted(targets), sorted([f"grade_{l.slug}__alice" for l in self.lessons] +
+                                                 [f"grade_{l.slug}__solutions" for l in self.lessons]))
+        self.assertEqual((alone, failures, len(reference)), ([], {}, 3))
+        self.assertIn("Building 01_vector_add, 02_multiply_add, 03_matmul from /t/alice", out)
+
+    def test_a_failed_build_names_the_lessons_that_do_not_compile(self):
+        _, alone, failures, reference, _ = self.run_build(
+            False, failing=("grade_02_multiply_add__alice", "grade_03_matmul__solutions"))
+        self.assertEqual(len(alone), 6)  # each target alone: the built ones return at once
+        self.assertEqual(list(failures), ["02_multiply_add"])
+        self.assertIn("grade_02_multiply_add__alice does not compile", failures["02_multiply_add"])
+        self.assertEqual(sorted(reference), ["01_vector_add", "02_multiply_add"])  # its reference dropped
+
+    def test_keep_going_follows_the_generator(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(self.build.keep_going(Path(d)), ["-k"])  # no cache: make's flag
+            (Path(d) / "CMakeCache.txt").write_text("CMAKE_GENERATOR:INTERNAL=Ninja\n")
+            self.assertEqual(self.build.keep_going(Path(d)), ["-k", "0"])
