@@ -44,10 +44,6 @@ class IndexTest(unittest.TestCase):
         self.assertEqual(programs(index, "solutions"), {})
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class BuildLessonsTest(unittest.TestCase):
     """./grade builds every lesson's program and the reference's in one run of the build tool;
     only when that fails does it build each target alone, for each one's own errors."""
@@ -99,3 +95,7 @@ class BuildLessonsTest(unittest.TestCase):
             self.assertEqual(self.build.keep_going(Path(d)), ["-k"])  # no cache: make's flag
             (Path(d) / "CMakeCache.txt").write_text("CMAKE_GENERATOR:INTERNAL=Ninja\n")
             self.assertEqual(self.build.keep_going(Path(d)), ["-k", "0"])
+
+
+if __name__ == "__main__":
+    unittest.main()

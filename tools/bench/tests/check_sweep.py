@@ -174,10 +174,10 @@ def check_streams(args, out) -> list:
 
 def check_monte_carlo(args, out) -> list:
     """Lesson 07: pi's count for every N and each of the 16 seeds, for the plain student and the
-    reference, each count near N pi / 4 and the same for the same seed in both runs of the
-    reference; the host API and the CPU yardsticks at every N; the histogram of both and the
-    global atomics at every number of bins, the privatised ones faster; the summary and the three
-    figures; the untouched exercise is refused."""
+    reference, each count near N pi / 4 and the seeds' counts not all alike; the host API and
+    the CPU yardsticks at every N; the histogram of both and the global atomics at every number
+    of bins, the privatised ones faster; the summary and the three figures; the untouched
+    exercise is refused."""
     problems = []
     sizes = (1000, 100000)
     sweep = [sys.executable, str(ROOT / "sweep"), "07", "--no-build", "--build-dir", args.build_dir,
@@ -197,7 +197,7 @@ def check_monte_carlo(args, out) -> list:
             far = {seed: c for seed, c in counts.items() if not abs(c - mean) <= 6 * sd}
             if far:
                 problems.append(f"lesson 07, {name} at N = {n}: counts more than 6 standard deviations from N pi / 4: {far}")
-            if len(set(counts.values())) < 12:
+            if len(set(counts.values())) < 8:  # fewer: none of 200,000 simulated correct sweeps at N = 1000
                 problems.append(f"lesson 07, {name} at N = {n}: 16 seeds gave only {len(set(counts.values()))} counts")
         bins = sorted(r["bins"] for r in rows if (r["implementation"], r["operation"]) == (name, "histogram"))
         if bins != [1, 4, 16, 64, 256, 1024, 4096]:
@@ -207,11 +207,12 @@ def check_monte_carlo(args, out) -> list:
         if got != list(sizes):
             problems.append(f"lesson 07: expected {operation} at N = {sizes}, got {got}")
     atomics = {r["bins"]: r["median_ms"] for r in rows if r["operation"] == "global_atomics_histogram"}
-    mine = {r["bins"]: r["median_ms"] for r in rows if (r["implementation"], r["operation"]) == ("reference", "histogram")}
-    slower = sorted(b for b in mine if not mine[b] < atomics.get(b, 0))
-    if sorted(atomics) != sorted(mine) or slower:
-        problems.append(f"lesson 07: the reference's histogram is not faster than global atomics at bins {slower} "
-                        f"(global atomics at {sorted(atomics)})")
+    for name in ("student", "reference"):
+        mine = {r["bins"]: r["median_ms"] for r in rows if (r["implementation"], r["operation"]) == (name, "histogram")}
+        slower = sorted(b for b in mine if not mine[b] < atomics.get(b, 0))
+        if sorted(atomics) != sorted(mine) or slower:
+            problems.append(f"lesson 07: the {name}'s histogram is not faster than global atomics at bins {slower} "
+                            f"(global atomics at {sorted(atomics)})")
     for text in ("pi at N = 1e5", "the cuRAND host API", "CPU, one thread", "into 256 bins"):
         if text not in p.stdout:
             problems.append(f"./sweep 07's summary lacks {text!r}")
