@@ -29,6 +29,24 @@ def run(command):
     return p
 
 
+def figure_problems(args, csv: Path, figures: Path, expected: list) -> list:
+    """./plot on the sweep's CSV writes exactly the expected PNGs (skipped without a matplotlib python)."""
+    if not args.plot_python:
+        return []
+    p = run([args.plot_python, str(ROOT / "plot"), str(csv), "--out", str(figures)])
+    written = sorted(f.name for f in figures.glob("*.png")) if figures.exists() else []
+    return [] if p.returncode == 0 and written == expected else [f"./plot on {csv.name} exited {p.returncode} and "
+                                                                  f"wrote {written}, expected {expected}"]
+
+
+def exercise_problems(sweep: list, lesson: str) -> list:
+    """The untouched exercise is refused ("fix it first", exit 1), not timed."""
+    p = run(sweep + ["--tree", "exercises", "--no-reference"])
+    if p.returncode != 1 or "fix it first" not in p.stdout:
+        return [f"lesson {lesson}, untouched exercise: expected exit 1 and 'fix it first', got exit {p.returncode}"]
+    return []
+
+
 def check_matmul(args, out) -> list:
     """Lesson 03: every function of both trees and the two cuBLAS baselines, once each, and
     its two figures; the plain student, who left the optional challenge undone, is swept
@@ -53,15 +71,9 @@ def check_matmul(args, out) -> list:
     tiled = [r["gflops"] for r in rows if r["operation"] == "matmul_tiled" and r["n"] == 1000]
     if not fp32 or not tiled or not 0 < max(tiled) < fp32[0]:
         problems.append(f"lesson 03: expected 0 < tiled GFLOP/s < cuBLAS FP32, got {tiled} and {fp32}")
-    if args.plot_python:
-        figures = Path(out) / "figures03"
-        p = run([args.plot_python, str(ROOT / "plot"), str(csv), "--out", str(figures)])
-        written = sorted(f.name for f in figures.glob("*.png")) if figures.exists() else []
-        if p.returncode != 0 or written != ["03_matmul_fraction_of_cublas.png", "03_matmul_gflops_vs_n.png"]:
-            problems.append(f"./plot on lesson 03 exited {p.returncode} and wrote {written}")
-    p = run(sweep + ["--tree", "exercises", "--no-reference"])
-    if p.returncode != 1 or "fix it first" not in p.stdout:
-        problems.append(f"lesson 03, untouched exercise: expected exit 1 and 'fix it first', got exit {p.returncode}")
+    problems += figure_problems(args, csv, Path(out) / "figures03",
+                                ["03_matmul_fraction_of_cublas.png", "03_matmul_gflops_vs_n.png"])
+    problems += exercise_problems(sweep, "03")
     return problems
 
 
@@ -92,16 +104,9 @@ def check_reduction(args, out) -> list:
     big = {r["operation"]: r["gbps"] for r in rows if r["n"] == 1000000 and r["implementation"] != "student"}
     if not 0 < big.get("cpu_one_thread", 0) < big.get("cub_sum", 0):
         problems.append(f"lesson 04 at n = 1e6: expected 0 < one CPU thread's GB/s < CUB's, got {big}")
-    if args.plot_python:
-        figures = Path(out) / "figures04"
-        p = run([args.plot_python, str(ROOT / "plot"), str(csv), "--out", str(figures)])
-        written = sorted(f.name for f in figures.glob("*.png")) if figures.exists() else []
-        if p.returncode != 0 or written != [f"04_reduction_{name}.png"
-                                            for name in ("fraction_of_cub", "gbps_vs_n", "time_vs_n")]:
-            problems.append(f"./plot on lesson 04 exited {p.returncode} and wrote {written}")
-    p = run(sweep + ["--tree", "exercises", "--no-reference"])
-    if p.returncode != 1 or "fix it first" not in p.stdout:
-        problems.append(f"lesson 04, untouched exercise: expected exit 1 and 'fix it first', got exit {p.returncode}")
+    problems += figure_problems(args, csv, Path(out) / "figures04",
+                                [f"04_reduction_{name}.png" for name in ("fraction_of_cub", "gbps_vs_n", "time_vs_n")])
+    problems += exercise_problems(sweep, "04")
     return problems
 
 
@@ -160,15 +165,9 @@ def check_streams(args, out) -> list:
         if call["end_ms"] < last_out:
             problems.append(f"lesson 05 timeline, {name}: process returned at {call['end_ms']} ms, before its last "
                             f"copy out ended ({last_out} ms)")
-    if args.plot_python:
-        figures = Path(out) / "figures05"
-        p = run([args.plot_python, str(ROOT / "plot"), str(csv), "--out", str(figures)])
-        written = sorted(f.name for f in figures.glob("*.png")) if figures.exists() else []
-        if p.returncode != 0 or written != ["05_streams_time_vs_chunks.png", "05_streams_timeline.png"]:
-            problems.append(f"./plot on lesson 05 exited {p.returncode} and wrote {written}")
-    p = run(sweep + ["--tree", "exercises", "--no-reference"])
-    if p.returncode != 1 or "fix it first" not in p.stdout:
-        problems.append(f"lesson 05, untouched exercise: expected exit 1 and 'fix it first', got exit {p.returncode}")
+    problems += figure_problems(args, csv, Path(out) / "figures05",
+                                ["05_streams_time_vs_chunks.png", "05_streams_timeline.png"])
+    problems += exercise_problems(sweep, "05")
     return problems
 
 
@@ -196,13 +195,15 @@ def check_monte_carlo(args, out) -> list:
             mean, sd = n * math.pi / 4, math.sqrt(n * math.pi / 4 * (1 - math.pi / 4))
             far = {seed: c for seed, c in counts.items() if not abs(c - mean) <= 6 * sd}
             if far:
-                problems.append(f"lesson 07, {name} at N = {n}: counts more than 6 standard deviations from N pi / 4: {far}")
+                problems.append(f"lesson 07, {name} at N = {n}: counts more than 6 standard deviations from "
+                                f"N pi / 4: {far}")
             if len(set(counts.values())) < 8:  # fewer: none of 200,000 simulated correct sweeps at N = 1000
                 problems.append(f"lesson 07, {name} at N = {n}: 16 seeds gave only {len(set(counts.values()))} counts")
         bins = sorted(r["bins"] for r in rows if (r["implementation"], r["operation"]) == (name, "histogram"))
         if bins != [1, 4, 16, 64, 256, 1024, 4096]:
             problems.append(f"lesson 07, {name}: expected the histogram at 1, 4, ..., 4096 bins, got {bins}")
-    for implementation, operation in (("baseline", "host_api_pi"), ("CPU", "cpu_one_thread"), ("CPU", "cpu_all_threads")):
+    for implementation, operation in (("baseline", "host_api_pi"), ("CPU", "cpu_one_thread"),
+                                      ("CPU", "cpu_all_threads")):
         got = sorted(r["n"] for r in rows if (r["implementation"], r["operation"]) == (implementation, operation))
         if got != list(sizes):
             problems.append(f"lesson 07: expected {operation} at N = {sizes}, got {got}")
@@ -216,16 +217,10 @@ def check_monte_carlo(args, out) -> list:
     for text in ("pi at N = 1e5", "the cuRAND host API", "CPU, one thread", "into 256 bins"):
         if text not in p.stdout:
             problems.append(f"./sweep 07's summary lacks {text!r}")
-    if args.plot_python:
-        figures = Path(out) / "figures07"
-        p = run([args.plot_python, str(ROOT / "plot"), str(csv), "--out", str(figures)])
-        written = sorted(f.name for f in figures.glob("*.png")) if figures.exists() else []
-        if p.returncode != 0 or written != [f"07_monte_carlo_{name}.png"
-                                            for name in ("histogram_vs_bins", "pi_error_vs_n", "pi_rate_vs_n")]:
-            problems.append(f"./plot on lesson 07 exited {p.returncode} and wrote {written}")
-    p = run(sweep + ["--tree", "exercises", "--no-reference"])
-    if p.returncode != 1 or "fix it first" not in p.stdout:
-        problems.append(f"lesson 07, untouched exercise: expected exit 1 and 'fix it first', got exit {p.returncode}")
+    problems += figure_problems(args, csv, Path(out) / "figures07",
+                                [f"07_monte_carlo_{name}.png" for name in ("histogram_vs_bins", "pi_error_vs_n",
+                                                                            "pi_rate_vs_n")])
+    problems += exercise_problems(sweep, "07")
     return problems
 
 
