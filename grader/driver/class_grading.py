@@ -89,6 +89,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--no-counters", action="store_true",
                         help="do not profile a submission's kernel that fell short of its threshold (./grade "
                              "--no-counters): quicker, the verdict without the hardware's counters")
+    parser.add_argument("--fresh-timings", action="store_true",
+                        help="time the reference solution and the copy bandwidth in every grading, as ./grade alone "
+                             "does (default: once per GPU, reused by the next gradings and measured again after "
+                             "25 of them or 15 minutes; the reference's figure is only reported beside the student's)")
     parser.add_argument("--timeout", type=float, help="seconds each task may run (default: the lesson's)")
     parser.add_argument("--build-dir", help="build directory (default: OUT/build)")
     parser.add_argument("--merge", action="store_true",
@@ -130,6 +134,10 @@ class Paths:
     @property
     def record(self) -> Path:
         return self.out / "class.json"
+
+    @property
+    def timing_cache(self) -> Path:
+        return self.out / "timing_cache.json"
 
     def work(self, name: str) -> Path:
         return self.out / "work" / name
@@ -393,9 +401,9 @@ def stop_gradings() -> int:
 
 
 def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir: Path, seed: int,
-              lessons: List[Lesson], gpu: Optional[str]) -> Tuple[int, str, float]:
+              lessons: List[Lesson], gpu: Optional[str], timing_cache: Optional[Path] = None) -> Tuple[int, str, float]:
     """Runs ./grade on one submission's tree; returns its exit status (or None when stopped at the
-    limit), its output and seconds taken."""
+    limit), its output and seconds taken. `timing_cache`: the class's (./grade --timing-cache)."""
     command = [sys.executable, str(root / "grade"), "--tree", str(tree), "--results", str(feedback), "--seed",
                str(seed), "--build-dir", str(build_dir), "--no-build", *[lesson.slug for lesson in lessons]]
     if args.no_timing:
@@ -404,6 +412,8 @@ def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir
         command.append("--no-counters")
     if args.timeout:
         command += ["--timeout", str(args.timeout)]
+    if timing_cache is not None:
+        command += ["--timing-cache", str(timing_cache)]
     env = dict(os.environ)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
@@ -427,6 +437,38 @@ def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir
     if code is None:
         text += f"\n\ngrade-class: the grading did not finish within {limit:.0f} s and was stopped.\n"
     return code, text, time.monotonic() - start
+
+
+def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -> dict:
+    """class.json's "time": the gradings' seconds, in all and by phase (each ./grade's own
+    results.json), per lesson and for the class, and what the timing cache reused."""
+    phases: Dict[str, float] = {}
+    by_lesson: Dict[str, Dict[str, float]] = {}
+    seconds = []
+    for name in names:
+        record = read_json(paths.result(name)) or {}
+        if record.get("seconds") is not None:
+            seconds.append(float(record["seconds"]))
+        walls = ((read_json(paths.feedback(name) / "results.json") or {}).get("extra_data") or {}).get("wall_s") or {}
+        for slug, wall in walls.items():
+            for phase, value in wall.items():
+                if phase == "total":
+                    continue
+                phases[phase] = phases.get(phase, 0.0) + float(value)
+                lesson_phases = by_lesson.setdefault(slug, {})
+                lesson_phases[phase] = lesson_phases.get(phase, 0.0) + float(value)
+    rounded = lambda d: {k: round(v, 1) for k, v in sorted(d.items())}  # noqa: E731
+    time_record = {"gradings": len(seconds), "grading_s_total": round(sum(seconds), 1),
+                   "grading_s_median": round(statistics.median(seconds), 1) if seconds else None,
+                   "grading_s_longest": round(max(seconds), 1) if seconds else None,
+                   "phases_s": rounded(phases), "phases_s_by_lesson": {k: rounded(v) for k, v in sorted(by_lesson.items())},
+                   "phases_note": "seconds the grader programs of each phase ran, summed over the class; "
+                                  "correctness phases run side by side, timed ones (performance, reference, "
+                                  "counters) alone on their GPU"}
+    if paths.timing_cache.exists():
+        from .timing_cache import TimingCache
+        time_record["timing_cache"] = TimingCache(paths.timing_cache).summary()
+    return time_record
 
 
 def not_gradable_result(name: str, intake: dict, lessons: List[Lesson], seed: int, paths: Paths) -> dict:
@@ -473,6 +515,8 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
     for name in todo:
         work.put(name)
     bar = ProgressBar(len(todo), "graded")
+    # The copy bandwidth and the reference's figures, measured once per GPU (timing_cache.py).
+    cache = None if args.no_timing or getattr(args, "fresh_timings", False) else paths.timing_cache
 
     def worker(gpu: Optional[str]) -> None:
         while True:
@@ -486,7 +530,7 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
                     record = not_gradable_result(name, intake, lessons, seed, paths)
                 else:
                     code, output, seconds = grade_one(root, args, name, paths.tree(name), paths.feedback(name),
-                                                      build_dir, seed, lessons, gpu)
+                                                      build_dir, seed, lessons, gpu, cache)
                     record = grade_result(name, code, output, seconds, lessons, paths)
             except Exception as e:  # noqa: BLE001 - one submission's trouble must not stop the class
                 record = {"status": GRADER_ERROR, "notes": [f"grade-class failed on it: {type(e).__name__}: {e}"]}
@@ -627,13 +671,19 @@ def write_figure(paths: Paths, lessons: List[Lesson]) -> Optional[str]:
     return None
 
 
-def merge(paths: Paths, lessons: List[Lesson], names: List[str], seed: int) -> int:
+def merge(paths: Paths, lessons: List[Lesson], names: List[str], seed: int, times: Optional[dict] = None) -> int:
+    """The gradebook, class.json's "time", summary.txt and the figure, in that order: everything
+    but the figure is written before matplotlib starts (its first import builds a font cache)."""
     header, rows = write_gradebook(names, lessons, paths, seed)
+    record = read_json(paths.record) or {}
+    record["time"] = dict(times or {}, **where_the_time_went(paths, names, lessons))
+    write_json(paths.record, record)
     summary = class_summary(header, rows, lessons)
+    (paths.out / "summary.txt").write_text(summary)
     problem = write_figure(paths, lessons)
     if problem:
         summary += "\n" + problem + "\n"
-    (paths.out / "summary.txt").write_text(summary)
+        (paths.out / "summary.txt").write_text(summary)
     print()
     print(summary, end="")
     shown = os.path.relpath(paths.out) if not os.path.relpath(paths.out).startswith("..") else str(paths.out)
@@ -842,14 +892,19 @@ def grade_class(argv: Optional[List[str]] = None, root: Optional[Path] = None) -
                 return EXIT_BUILD
         return slurm_submit(root, args, paths, todo, seed, lessons, build_dir)
 
+    times: Dict[str, object] = {}
     if trees and not args.prebuilt:
+        started = time.monotonic()
         try:
             build_class(root, build_dir, trees, lessons, args.jobs, changed)
         except build.BuildError as e:
             print(f"grade-class: {e}", file=sys.stderr)
             return EXIT_BUILD
+        times["build_s"] = round(time.monotonic() - started, 1)
     if todo:
+        started = time.monotonic()
         grade_submissions(root, args, todo, paths, build_dir, seed, lessons, intakes, key)
+        times.update(graded_now=len(todo), grading_wall_s=round(time.monotonic() - started, 1))
     if args.shard:
         return EXIT_OK
-    return merge(paths, lessons, names, seed)
+    return merge(paths, lessons, names, seed, times)

@@ -18,12 +18,13 @@ from functools import partial
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import build, counters, gpu_processes, progress, races, sanitizer, skeleton
+from . import build, counters, gpu_processes, progress, races, sanitizer, skeleton, timing_cache
 from .file_lock import LockError
 from .gpu_lock import GpuLock
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
 from .runner import PhaseResult, exit_on_sigterm, run_phase, side_by_side
+from .timing_cache import TimingCache
 from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
                       COMPILE_ERROR, MISSING, SKIPPED, STATUS_LABELS, ComponentResult, GradeRun, LessonResult,
                       SanitizerRun, TaskResult, ToolOutcome, confirm_correctness, counters_wanted, fell_short,
@@ -84,6 +85,10 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
                         help="do not profile a kernel that fell short of its threshold (Nsight Compute's counters "
                              "beside the verdict)")
     parser.add_argument("--timeout", type=float, help="seconds each task may run (default: the lesson's)")
+    parser.add_argument("--timing-cache", metavar="FILE",
+                        help="reuse the copy bandwidth and the reference solution's timed figures kept in FILE, "
+                             "measuring each once per GPU and again after %d reuses or %d minutes (./grade-class "
+                             "gives one file per class)" % (timing_cache.MAX_USES, timing_cache.MAX_AGE_S // 60))
     parser.add_argument("--build-dir", default=str(root / "build" / "grade"), help="CMake build directory")
     parser.add_argument("--no-build", action="store_true", help="use the programs already built in --build-dir")
     parser.add_argument("--results",
@@ -128,9 +133,10 @@ def results_dir(root: Path, tree: str) -> Path:
     return root / "grade-results" if tree == "exercises" else root / "grade-results" / tree
 
 
-def query_device(index: dict, tree: str = "") -> subprocess.CompletedProcess:
+def query_device(index: dict, tree: str = "", cache_file: Optional[str] = None) -> subprocess.CompletedProcess:
     """The GPU's facts and its measured copy bandwidth, from workbook_device_info. The copy is
-    timed alone on the GPU (gpu_lock.py), so the GPU is first asked who it is (its UUID)."""
+    timed alone on the GPU (gpu_lock.py), so the GPU is first asked who it is (its UUID). With a
+    timing cache (--timing-cache), a bandwidth this GPU measured for it lately is reused."""
     def device_info(*flags) -> subprocess.CompletedProcess:
         program = index["device_info"]
         if not Path(program).is_file():  # --no-build on a build that never made it
@@ -146,8 +152,28 @@ def query_device(index: dict, tree: str = "") -> subprocess.CompletedProcess:
         device = json.loads(facts.stdout)
     except ValueError:
         return facts
+    cache = TimingCache(Path(cache_file)) if cache_file else None
+    key = TimingCache.key(device.get("uuid"), "copy_bandwidth")
     with GpuLock.for_device(device, tree).exclusive():
-        return device_info("--measure-copy")
+        kept = cache.take(key, index["device_info"]) if cache else None  # under the lock: one grading measures
+        if kept:
+            return subprocess.CompletedProcess([index["device_info"]], 0, json.dumps(dict(device, **kept)).encode(), b"")
+        measured = device_info("--measure-copy")
+    if cache and measured.returncode == 0:
+        try:
+            gbps = float(json.loads(measured.stdout)["copy_bandwidth_gbps"])
+        except (ValueError, KeyError, TypeError):
+            gbps = 0.0
+        if gbps > 0:
+            cache.put(key, index["device_info"], {"copy_bandwidth_gbps": gbps}, "copy_bandwidth_gbps")
+    return measured
+
+
+def reference_usable(phase: PhaseResult) -> bool:
+    """Whether a timing of the reference is worth keeping for the next gradings: it ended, every
+    test passed, and it reported figures."""
+    return (phase.returncode == 0 and not phase.timed_out and bool(phase.records)
+            and all(r.get("outcome") == "passed" for r in phase.records) and bool(phase.metrics()))
 
 
 class Grader:
@@ -168,6 +194,7 @@ class Grader:
         if args.sanitize:
             self.env["WORKBOOK_SANITIZE"] = "1"
         self.gpu_uuid = device.get("uuid")
+        self.timing_cache = TimingCache(Path(args.timing_cache)) if getattr(args, "timing_cache", None) else None
         self.gpu = GpuLock.for_device(device, tree, say=self._interrupt)
         self._line = ""  # the progress line of the task being graded, so far
         self.sanitizer, why = sanitizer.find_sanitizer(index)
@@ -334,15 +361,21 @@ class Grader:
         spec = f"[{task.tag}][perf]"
         ref_program = (self.reference or {}).get(lesson.slug)
         reference = None
+        key = TimingCache.key(self.gpu_uuid, f"reference/{lesson.slug}/{task.id}")
         with self.gpu.exclusive():
             before = gpu_processes.compute_apps(self.gpu_uuid)
             phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env)
-            if ref_program:
+            kept = self.timing_cache.take(key, ref_program) if self.timing_cache and ref_program else None
+            if kept:  # the reference's figure this GPU measured lately (timing_cache.py)
+                reference = PhaseResult(records=[{"outcome": "passed", "metrics": kept}])
+            elif ref_program:
                 try:
                     reference = run_phase(ref_program, spec, seed=self.seed, timeout_s=self._timeout(lesson),
                                           env=self.env)
                 except FileNotFoundError:  # --no-build on a build that never made it: no comparison then
                     reference = None
+                if self.timing_cache and reference is not None and reference_usable(reference):
+                    self.timing_cache.put(key, ref_program, reference.metrics(), task.perf_metric)
             after = gpu_processes.compute_apps(self.gpu_uuid)
         ours = [os.getpid()] + [p.pid for p in (phase, reference) if p and p.pid]
         return phase, reference, gpu_processes.others([before, after], ours)
@@ -648,7 +681,7 @@ def remember(root: Path, tree_dir: Path, run: GradeRun, results: Optional[str] =
 def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, programs, reference,
                     compile_failures) -> int:
     """Everything after the build: the device query, the grading, the reports."""
-    device_query = query_device(index, tree)
+    device_query = query_device(index, tree, args.timing_cache)
     if device_query.returncode != 0:
         reason = device_query.stderr.decode(errors="replace").strip() or "the GPU could not be queried."
         built = [l.slug for l in lessons if l.slug in programs and l.slug not in compile_failures]

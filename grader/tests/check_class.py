@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -58,7 +59,7 @@ def run(command, **kwargs) -> subprocess.CompletedProcess:
     return done
 
 
-def verify(out: Path, expected: dict, on_gpu: bool) -> list:
+def verify(out: Path, expected: dict, on_gpu: bool, timed: bool = True) -> list:
     problems = []
     with open(out / "gradebook.csv", newline="") as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
@@ -104,6 +105,14 @@ def verify(out: Path, expected: dict, on_gpu: bool) -> list:
     for name in ("summary.txt", "score_distribution.png"):
         if not (out / name).exists():
             problems.append(f"no {name} in {out}")
+    times = json.loads((out / "class.json").read_text()).get("time", {})
+    if "phases_s" not in times:
+        problems.append(f"class.json has no phase breakdown: {times}")
+    cache = times.get("timing_cache")
+    correct = sum(1 for w in expected.values() if w["status"] == "graded"
+                  and any(t.get("performance") == "passed" for l in w.get("lessons", {}).values() for t in l.values()))
+    if on_gpu and timed and correct > 1 and not (cache and cache.get("reuses", 0) > 0):
+        problems.append(f"{correct} submissions were timed, yet no figure of the timing cache was reused: {cache}")
     return problems
 
 
@@ -116,6 +125,8 @@ def main() -> int:
     parser.add_argument("--keep", help="generate and grade the class here and keep it (default: a temporary folder)")
     parser.add_argument("--no-timing", action="store_true")
     parser.add_argument("--per-gpu", type=int, help="./grade-class --per-gpu")
+    parser.add_argument("--size", type=int, help="a class of this many students (make_class.py --size), graded once: "
+                                                 "how long a class takes, and every verdict as expected")
     gpu = parser.add_mutually_exclusive_group()
     gpu.add_argument("--no-gpu", action="store_true", help="hide every GPU (CUDA_VISIBLE_DEVICES=-1): host checks only")
     gpu.add_argument("--require-gpu", action="store_true", help="skip (77) unless nvidia-smi lists a GPU")
@@ -135,7 +146,7 @@ def main() -> int:
     try:
         if not (args.keep and (work / "expected.json").exists()):  # --keep: a second call resumes the grading
             made = run([sys.executable, str(HERE / "make_class.py"), str(work), "--lessons", *args.lessons] +
-                       (["--small"] if args.small else []))
+                       (["--small"] if args.small else []) + (["--size", str(args.size)] if args.size else []))
             if made.returncode != 0:
                 return 1
         expected = json.loads((work / "expected.json").read_text())
@@ -145,17 +156,19 @@ def main() -> int:
         command += (["--no-timing"] if args.no_timing else []) + (["--per-gpu", str(args.per_gpu)] if args.per_gpu else [])
         if args.slurm:
             command += ["--slurm", "--slurm-gpus", "0", "--shards", "2", "--wait"]
+        started = time.monotonic()
         first = run(command, env=env)
+        took = time.monotonic() - started
         if not (out / "gradebook.csv").exists():
             print(f"FAIL: ./grade-class exited {first.returncode} without a gradebook")
             return 1
         with open(out / "gradebook.csv", newline="") as f:
             on_gpu = all(row["status"] != "no_gpu" for row in csv.DictReader(f))
-        problems = verify(out, expected, on_gpu)
+        problems = verify(out, expected, on_gpu, not args.no_timing)
         if args.require_gpu and not on_gpu:
             problems.append("nvidia-smi lists a GPU, yet the gradings found none")
         # Resumable: a second run keeps every final verdict; --regrade grades one again.
-        if not args.slurm:
+        if not args.slurm and not args.size:
             final = sum(1 for w in expected.values() if w["status"] != "graded" or on_gpu)
             text = run(command, env=env).stdout.decode(errors="replace")
             if final and f"{final} submissions were graded before" not in text:
@@ -164,7 +177,11 @@ def main() -> int:
             graded_now = len(expected) - final + (1 if on_gpu else 0)
             if f"Grading {graded_now} submissions with seed" not in text:
                 problems.append(f"--regrade correct_folder did not grade exactly {graded_now} submissions")
-            problems += verify(out, expected, on_gpu)
+            problems += verify(out, expected, on_gpu, not args.no_timing)
+        if args.size:
+            times = json.loads((out / "class.json").read_text()).get("time", {})
+            print(f"./grade-class took {took:.0f} s for {len(expected)} submissions; class.json's time: "
+                  + json.dumps(times, indent=1))
         for p in problems:
             print("FAIL:", p)
         print(f"{len(problems)} problem(s)" if problems else

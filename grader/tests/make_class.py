@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates a class of submissions for ./grade-class, with the verdict each must get.
 
-    make_class.py OUT_DIR [--lessons 01 02] [--small]
+    make_class.py OUT_DIR [--lessons 01 02] [--small | --size N]
 
 Writes OUT_DIR/submissions/ (one folder or archive per student) and OUT_DIR/expected.json:
 {student: {"status": graded|empty|unreadable, "lessons": {slug: check_grades expectations},
@@ -10,7 +10,8 @@ The class covers every way a submission arrives (folder, whole checkout, git che
 tar.gz) and every kind of student: correct, partial, untouched, broken (grader/tests/broken/
 variants, with their own expected.json), crashing, hanging, not compiling, empty, unreadable
 and tampering (edits to the grader, extra files, a link, forged reports, exit(0), fake output).
---small: the handful of kinds CI grades through Slurm."""
+--small: the handful of kinds CI grades through Slurm. --size N: N students for measuring a class
+at scale, every lesson's broken variants among them (make_sized)."""
 import argparse
 import io
 import json
@@ -214,6 +215,55 @@ def make(out: Path, selectors, small: bool) -> dict:
     return expected
 
 
+def make_sized(out: Path, selectors, size: int) -> dict:
+    """A class of `size` students for measuring ./grade-class at scale: each student's file of
+    each lesson is, in a fixed rotation, the reference solution (six in ten), the untouched
+    skeleton (one in ten) or one of the lesson's broken variants (three in ten, every variant in
+    turn), each with its verdicts; every tenth student hands in a zip."""
+    lessons = select_lessons(load_manifest(ROOT / "lessons" / "manifest.json"), selectors)
+    by_slug = {l.slug: l for l in lessons}
+    src = Source(lessons)
+    variants_of = {slug: [] for slug in by_slug}
+    for folder in sorted((TESTS / "broken").iterdir()):
+        expected_file = folder / "expected.json"
+        if not expected_file.is_file():
+            continue
+        for slug in json.loads(expected_file.read_text()):
+            if slug in variants_of:
+                variants_of[slug].append(folder.name)
+    if out.exists():
+        shutil.rmtree(out)
+    subs = out / "submissions"
+    subs.mkdir(parents=True)
+    expected, turn = {}, {slug: 0 for slug in by_slug}
+    for i in range(size):
+        name = f"student_{i + 1:03d}"
+        files, lessons_expected = {}, {}
+        for j, slug in enumerate(by_slug):
+            pick = (i + 3 * j) % 10
+            if pick == 6 or (pick >= 7 and not variants_of[slug]):
+                path, want = src.skeleton(slug) if pick == 6 else src.solution(slug)
+            elif pick >= 7:
+                variant = variants_of[slug][turn[slug] % len(variants_of[slug])]
+                turn[slug] += 1
+                path, want = src.variant(variant, slug)
+            else:
+                path, want = src.solution(slug)
+            files[slug], lessons_expected[slug] = path, want
+        stage = out / "staging" / name
+        write_tree(stage, files, by_slug)
+        if i % 10 == 9:
+            with zipfile.ZipFile(subs / f"{name}.zip", "w") as z:
+                for path in sorted(stage.rglob("*")):
+                    z.write(path, f"homework/{path.relative_to(stage)}")
+        else:
+            shutil.move(str(stage), subs / name)
+        expected[name] = {"status": "graded", "lessons": lessons_expected, "notes": [],
+                          "taken": sorted(f"{slug}/{by_slug[slug].sources[0]}" for slug in files)}
+    shutil.rmtree(out / "staging", ignore_errors=True)
+    return expected
+
+
 def write_empty(subs: Path, expected: dict) -> None:
     (subs / "empty_folder").mkdir()
     expected["empty_folder"] = {"status": "empty", "notes": ["no lesson file"], "taken": []}
@@ -229,12 +279,14 @@ def main() -> int:
     parser.add_argument("out")
     parser.add_argument("--lessons", nargs="*", default=["01", "02"])
     parser.add_argument("--small", action="store_true")
+    parser.add_argument("--size", type=int, help="instead of one of each kind: this many students, most of them "
+                                                 "correct, with the lessons' broken variants in turn (make_sized)")
     args = parser.parse_args()
     if not (ROOT / "solutions").is_dir():
         print("make_class.py needs solutions/ (the instructor's copy of the workbook)", file=sys.stderr)
         return 2
     out = Path(args.out).resolve()
-    expected = make(out, args.lessons, args.small)
+    expected = make_sized(out, args.lessons, args.size) if args.size else make(out, args.lessons, args.small)
     (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     print(f"{len(expected)} submissions in {out / 'submissions'}, expectations in {out / 'expected.json'}")
     return 0

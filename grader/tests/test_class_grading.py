@@ -1,6 +1,7 @@
 """./grade-class's host-side logic: intake (what is taken from a submission, unsafe archives),
 the gradebook, the class summary and the progress bar. The whole command runs in
 check_class.py (ctest grader.class.*)."""
+import contextlib
 import csv
 import io
 import json
@@ -9,6 +10,7 @@ import sys
 import tarfile
 import tempfile
 import unittest
+import unittest.mock
 import zipfile
 from pathlib import Path
 
@@ -215,6 +217,41 @@ class GradeOneTest(Temp):
         args.no_counters = False
         cg.grade_one(fake_root, args, "alice", self.tmp / "alice", self.tmp / "fb", self.tmp / "b", 7, LESSONS, None)
         self.assertNotIn("--no-counters", argv_file.read_text().split())
+        self.assertNotIn("--timing-cache", argv_file.read_text().split())
+        cg.grade_one(fake_root, args, "alice", self.tmp / "alice", self.tmp / "fb", self.tmp / "b", 7, LESSONS, None,
+                     self.tmp / "out" / "timing_cache.json")
+        argv = argv_file.read_text().split()
+        self.assertEqual(argv[argv.index("--timing-cache") + 1], str(self.tmp / "out" / "timing_cache.json"))
+
+
+class WhereTheTimeWentTest(Temp):
+    def test_class_json_adds_up_each_phase_and_the_summary_comes_before_the_figure(self):
+        paths = cg.Paths(self.tmp)
+        walls = {"alice": {"01_vector_add": {"correctness": 1.5, "performance": 2.0, "reference": 2.0, "total": 6},
+                           "02_multiply_add": {"correctness": 1.0, "counters": 4.0, "total": 5.0}},
+                 "bob": {"01_vector_add": {"correctness": 0.5, "performance": 1.0, "reference": 0.0, "total": 2}}}
+        for name, seconds in (("alice", 12.0), ("bob", 4.0)):
+            cg.write_json(paths.result(name), {"status": "graded", "points": {}, "seconds": seconds, "seed": 7})
+            cg.write_json(paths.feedback(name) / "results.json", {"tests": [], "extra_data": {"wall_s": walls[name]}})
+        cg.write_json(paths.record, {"seed": 7})
+        seen = {}
+
+        def figure(*_):
+            seen["summary"] = (self.tmp / "summary.txt").exists()
+            seen["time"] = "time" in json.loads(paths.record.read_text())
+            return None
+
+        with unittest.mock.patch.object(cg, "write_figure", figure), contextlib.redirect_stdout(io.StringIO()):
+            cg.merge(paths, LESSONS, ["alice", "bob"], 7, {"build_s": 30.0, "grading_wall_s": 14.0})
+        self.assertEqual(seen, {"summary": True, "time": True})
+        record = json.loads(paths.record.read_text())
+        self.assertEqual(record["seed"], 7)
+        times = record["time"]
+        self.assertEqual(times["build_s"], 30.0)
+        self.assertEqual((times["gradings"], times["grading_s_total"], times["grading_s_median"]), (2, 16.0, 8.0))
+        self.assertEqual(times["phases_s"], {"correctness": 3.0, "counters": 4.0, "performance": 3.0,
+                                             "reference": 2.0})
+        self.assertEqual(times["phases_s_by_lesson"]["01_vector_add"]["correctness"], 2.0)
 
 
 class InterruptTest(Temp):

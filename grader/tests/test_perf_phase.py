@@ -3,6 +3,7 @@ the figures (a fake nvidia-smi first on PATH), and a figure just below its thres
 measured again, the better measurement counting."""
 import contextlib
 import io
+import json
 import os
 import stat
 import tempfile
@@ -178,14 +179,17 @@ class GraderPerformanceTest(unittest.TestCase):
         self.env.stop()
         self.tmp.cleanup()
 
-    def grade(self, *values, the_lesson=None, ncu=(None, "no ncu in this test"), no_counters=False, profiled=True):
+    def grade(self, *values, the_lesson=None, ncu=(None, "no ncu in this test"), no_counters=False, profiled=True,
+              timing_cache=None, reference="reference", reference_value=1.0):
         """Grades helpers' lesson 01 with the student's performance phase giving `values` in turn;
-        `ncu` is what counters.find_ncu finds, and a run under it writes NCU_LOG."""
+        `ncu` is what counters.find_ncu finds, and a run under it writes NCU_LOG. `timing_cache`:
+        ./grade --timing-cache; the reference's timed phase gives `reference_value`."""
         values = list(values)
         the_lesson = the_lesson or lesson()
         with mock.patch.object(counters, "find_ncu", return_value=ncu):
             grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None, no_sanitizer_check=True,
-                                          no_counters=no_counters), {}, {"01_vector_add": "reference"},
+                                          no_counters=no_counters, timing_cache=timing_cache),
+                                {}, {"01_vector_add": reference},
                                 {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0}, seed=1, tree="alice_1a2b3c4d")
 
         def run_phase(program, spec, **kwargs):
@@ -197,7 +201,7 @@ class GraderPerformanceTest(unittest.TestCase):
                 return phase(("passed", [], {}))
             if "~[perf]" in spec:
                 return phase(("passed", [], {}))
-            result = perf(1.0) if program == "reference" else perf(values.pop(0), profiled)
+            result = perf(reference_value) if program == reference else perf(values.pop(0), profiled)
             result.pid = 555 if program == "student" else 556
             return result
 
@@ -220,6 +224,33 @@ class GraderPerformanceTest(unittest.TestCase):
         timed_lesson.tasks[0].correctness_timed = True
         self.grade(0.70, the_lesson=timed_lesson)
         self.assertEqual([held for _, spec, held in self.runs if "~[perf]" in spec], ["EX", "SH"])
+
+    def test_with_a_timing_cache_the_reference_is_timed_once_and_its_figure_reused(self):
+        cache = str(Path(self.tmp.name) / "class" / "timing_cache.json")
+        reference = Path(self.tmp.name) / "grade_01_vector_add__solutions"
+        reference.write_text("a program")
+        first = self.grade(0.80, timing_cache=cache, reference=str(reference), reference_value=1.0)
+        self.assertEqual(self.timed(), [("student", "EX"), (str(reference), "EX")])
+        self.assertIn("80% of the reference", first.summary)
+        for value in (0.60, 0.90):  # the next gradings: the student alone is timed
+            self.runs = []
+            later = self.grade(value, timing_cache=cache, reference=str(reference), reference_value=0.5)
+            self.assertEqual(self.timed(), [("student", "EX")])
+            self.assertIn(f"{value:.0%} of the reference", later.summary)  # against the kept 1.0, not 0.5
+        os.utime(reference, ns=(1, 1))  # a rebuilt reference is timed again
+        self.runs = []
+        self.assertIn("160% of the reference", self.grade(0.80, timing_cache=cache, reference=str(reference),
+                                                          reference_value=0.5).summary)
+        self.assertEqual(self.timed(), [("student", "EX"), (str(reference), "EX")])
+
+    def test_a_failed_timing_of_the_reference_is_not_kept(self):
+        cache = str(Path(self.tmp.name) / "timing_cache.json")
+        with mock.patch.object(cli, "reference_usable", return_value=False):
+            self.grade(0.80, timing_cache=cache)
+        self.assertEqual(json.loads(Path(cache).read_text())["entries"] if Path(cache).exists() else {}, {})
+        self.runs = []
+        self.grade(0.80, timing_cache=cache)
+        self.assertEqual(self.timed(), [("student", "EX"), ("reference", "EX")])
 
     def test_a_figure_below_the_threshold_is_measured_again(self):
         performance = self.grade(0.58, 0.62)
