@@ -28,6 +28,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterator, Optional
 
+# What a damaged or unwritable cache raises on the way; the figure is then measured, as without one.
+_DAMAGED = (OSError, ValueError, TypeError, KeyError, AttributeError)
+
 MAX_USES = 25
 MAX_AGE_S = 900.0
 VERSION = 1
@@ -40,6 +43,10 @@ def program_identity(program: str) -> Optional[str]:
     except OSError:
         return None
     return f"{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def _count(value) -> int:
+    return value if isinstance(value, int) else 0
 
 
 def drift(old: Dict[str, float], new: Dict[str, float], metric: str) -> Optional[float]:
@@ -90,9 +97,18 @@ class TimingCache:
         """The figures kept under `key`, counting one more use; None when there are none, they came
         from another build of `program`, or they are due to be measured again."""
         identity = program_identity(program) if program else "-"
+        if identity is None:  # no such program: nothing of it to reuse
+            return None
+        try:
+            return self._take(key, identity)
+        except _DAMAGED:  # a cache that cannot be read or written, or holds nonsense: measure, as without one
+            return None
+
+    def _take(self, key: str, identity: Optional[str]) -> Optional[Dict[str, float]]:
         with self._locked() as data:
             entry = data["entries"].get(key)
-            if (not entry or entry.get("program") != identity or entry.get("uses", 0) >= self.max_uses
+            if (not isinstance(entry, dict) or not isinstance(entry.get("metrics"), dict)
+                    or entry.get("program") != identity or entry.get("uses", 0) >= self.max_uses
                     or self.clock() - entry.get("measured_at", 0) > self.max_age_s):
                 return None
             entry["uses"] = entry.get("uses", 0) + 1
@@ -102,22 +118,34 @@ class TimingCache:
     def put(self, key: str, program: Optional[str], metrics: Dict[str, float], metric: Optional[str]) -> None:
         """Keeps a new measurement; `metric` is the figure whose drift from the last one is recorded."""
         identity = program_identity(program) if program else "-"
+        if identity is None:
+            return
+        try:
+            self._put(key, identity, metrics, metric)
+        except _DAMAGED:  # not kept: the next grading measures again
+            pass
+
+    def _put(self, key: str, identity: Optional[str], metrics: Dict[str, float], metric: Optional[str]) -> None:
         with self._locked() as data:
-            old = data["entries"].get(key) or {}
+            old = data["entries"].get(key)
+            old = old if isinstance(old, dict) else {}
             entry = {"metrics": dict(metrics), "program": identity, "measured_at": self.clock(), "uses": 0,
-                     "measurements": old.get("measurements", 0) + 1, "reuses_total": old.get("reuses_total", 0),
-                     "drift": list(old.get("drift", []))}
-            moved = drift(old.get("metrics", {}), metrics, metric) if metric and old.get("program") == identity else None
+                     "measurements": _count(old.get("measurements")) + 1,
+                     "reuses_total": _count(old.get("reuses_total")),
+                     "drift": [d for d in old.get("drift") or [] if isinstance(d, (int, float))]}
+            before = old.get("metrics") if isinstance(old.get("metrics"), dict) else {}
+            moved = drift(before, metrics, metric) if metric and old.get("program") == identity else None
             if moved is not None:
                 entry["drift"].append(round(moved, 4))
             data["entries"][key] = entry
 
     def summary(self) -> dict:
         """For class.json: how many figures were measured and reused, and the largest drift."""
-        entries = self.read()["entries"].values()
-        drifts = [d for e in entries for d in e.get("drift", [])]
+        entries = [e for e in self.read()["entries"].values() if isinstance(e, dict)]
+        drifts = [d for e in entries if isinstance(e.get("drift"), list) for d in e["drift"]
+                  if isinstance(d, (int, float))]
         return {"figures": len(entries),
-                "measurements": sum(e.get("measurements", 0) for e in entries),
-                "reuses": sum(e.get("reuses_total", 0) for e in entries),
+                "measurements": sum(_count(e.get("measurements")) for e in entries),
+                "reuses": sum(_count(e.get("reuses_total")) for e in entries),
                 "largest_drift": max(drifts, key=abs) if drifts else None,
                 "max_uses": self.max_uses, "max_age_s": self.max_age_s}

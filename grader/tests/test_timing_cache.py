@@ -80,6 +80,21 @@ class TimingCacheTest(unittest.TestCase):
         self.cache.put("gpu/x", None, {"gbps": 1.0}, "gbps")
         self.assertEqual(self.cache.take("gpu/x", None), {"gbps": 1.0})
 
+    def test_nonsense_in_the_file_or_a_folder_that_cannot_be_written_means_measuring(self):
+        (self.tmp / "cache.json").write_text(json.dumps({"version": 1, "entries": {
+            "gpu/x": {"metrics": "fast", "program": "-", "measured_at": 1000.0, "uses": 0},
+            "gpu/y": {"metrics": {"gbps": 1.0}, "program": "-", "measured_at": "soon", "uses": "none"}}}))
+        self.assertIsNone(self.cache.take("gpu/x", None))
+        self.assertIsNone(self.cache.take("gpu/y", None))
+        self.assertEqual(self.cache.summary()["figures"], 2)  # read, not raised
+        self.cache.put("gpu/x", None, {"gbps": 2.0}, "gbps")
+        self.assertEqual(self.cache.take("gpu/x", None), {"gbps": 2.0})
+        self.assertIsNone(self.cache.take("gpu/z", str(self.tmp / "no_such_program")))
+        blocked = TimingCache(self.tmp / "a_file" / "cache.json")
+        (self.tmp / "a_file").write_text("not a folder")
+        blocked.put("gpu/x", None, {"gbps": 1.0}, "gbps")
+        self.assertIsNone(blocked.take("gpu/x", None))
+
     def test_gradings_writing_at_once_lose_nothing(self):
         path = str(self.tmp / "shared.json")
         workers = [multiprocessing.Process(target=put_many, args=(path, w)) for w in range(4)]
