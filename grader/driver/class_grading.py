@@ -446,13 +446,19 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
     by_lesson: Dict[str, Dict[str, float]] = {}
     seconds = []
     for name in names:
-        record = read_json(paths.result(name)) or {}
-        if record.get("seconds") is not None:
+        record = read_json(paths.result(name))
+        if isinstance(record, dict) and isinstance(record.get("seconds"), (int, float)):
             seconds.append(float(record["seconds"]))
-        walls = ((read_json(paths.feedback(name) / "results.json") or {}).get("extra_data") or {}).get("wall_s") or {}
-        for slug, wall in walls.items():
+        # results.json was written by the submission's grading: anything not of the expected shape is
+        # left out of the sums, never a reason for the class's summary not to appear.
+        results = read_json(paths.feedback(name) / "results.json")
+        extra = results.get("extra_data") if isinstance(results, dict) else None
+        walls = extra.get("wall_s") if isinstance(extra, dict) else None
+        for slug, wall in (walls.items() if isinstance(walls, dict) else []):
+            if not isinstance(wall, dict):
+                continue
             for phase, value in wall.items():
-                if phase == "total":
+                if phase == "total" or not isinstance(value, (int, float)):
                     continue
                 phases[phase] = phases.get(phase, 0.0) + float(value)
                 lesson_phases = by_lesson.setdefault(slug, {})

@@ -154,26 +154,40 @@ def query_device(index: dict, tree: str = "", cache_file: Optional[str] = None) 
         return facts
     cache = TimingCache(Path(cache_file)) if cache_file else None
     key = TimingCache.key(device.get("uuid"), "copy_bandwidth")
-    with GpuLock.for_device(device, tree).exclusive():
-        kept = cache.take(key, index["device_info"]) if cache else None  # under the lock: one grading measures
-        if kept:
+    with GpuLock.for_device(device, tree).exclusive():  # the check, the measurement and the keeping: one grading measures
+        kept = cache.take(key, index["device_info"]) if cache else None
+        if kept and plausible_bandwidth(kept.get("copy_bandwidth_gbps"), device):
             return subprocess.CompletedProcess([index["device_info"]], 0, json.dumps(dict(device, **kept)).encode(), b"")
+        before = gpu_processes.compute_apps(device.get("uuid")) if cache else None
         measured = device_info("--measure-copy")
-    if cache and measured.returncode == 0:
-        try:
-            gbps = float(json.loads(measured.stdout)["copy_bandwidth_gbps"])
-        except (ValueError, KeyError, TypeError):
-            gbps = 0.0
-        if gbps > 0:
-            cache.put(key, index["device_info"], {"copy_bandwidth_gbps": gbps}, "copy_bandwidth_gbps")
+        if cache and measured.returncode == 0:
+            after = gpu_processes.compute_apps(device.get("uuid"))
+            try:
+                gbps = float(json.loads(measured.stdout)["copy_bandwidth_gbps"])
+            except (ValueError, KeyError, TypeError):
+                gbps = 0.0
+            # Kept only when nothing else was seen on the GPU around it: a disturbed figure would be the
+            # yardstick of the next gradings too.
+            if before == [] and after == [] and plausible_bandwidth(gbps, device):
+                cache.put(key, index["device_info"], {"copy_bandwidth_gbps": gbps}, "copy_bandwidth_gbps")
     return measured
+
+
+def plausible_bandwidth(gbps, device: dict) -> bool:
+    """A copy bandwidth worth keeping or reusing: positive, and not above the memory's own
+    (theoretical) bandwidth where the device reports it."""
+    if not isinstance(gbps, (int, float)) or gbps <= 0:
+        return False
+    ceiling = device.get("theoretical_bandwidth_gbps")
+    return not isinstance(ceiling, (int, float)) or ceiling <= 0 or gbps <= ceiling
 
 
 def reference_usable(phase: PhaseResult) -> bool:
     """Whether a timing of the reference is worth keeping for the next gradings: it ended, every
     test passed, and it reported figures."""
-    return (phase.returncode == 0 and not phase.timed_out and bool(phase.records)
-            and all(r.get("outcome") == "passed" for r in phase.records) and bool(phase.metrics()))
+    return (phase.returncode == 0 and not phase.timed_out and phase.run_completed and not phase.forged_lines
+            and bool(phase.records) and all(r.get("outcome") == "passed" for r in phase.records)
+            and bool(phase.metrics()))
 
 
 class Grader:
@@ -374,11 +388,14 @@ class Grader:
                                           env=self.env)
                 except FileNotFoundError:  # --no-build on a build that never made it: no comparison then
                     reference = None
-                if self.timing_cache and reference is not None and reference_usable(reference):
-                    self.timing_cache.put(key, ref_program, reference.metrics(), task.perf_metric)
             after = gpu_processes.compute_apps(self.gpu_uuid)
         ours = [os.getpid()] + [p.pid for p in (phase, reference) if p and p.pid]
-        return phase, reference, gpu_processes.others([before, after], ours)
+        others = gpu_processes.others([before, after], ours)
+        # A reference timed while something else used the GPU is not kept for the next gradings.
+        if (self.timing_cache and not kept and reference is not None and reference_usable(reference)
+                and not others and before is not None and after is not None):
+            self.timing_cache.put(key, ref_program, reference.metrics(), task.perf_metric)
+        return phase, reference, others
 
     def _counters(self, program: str, lesson: Lesson, task, performance: ComponentResult,
                   wall: Dict[str, float], short: bool = True) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import socket
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -80,7 +81,7 @@ class TimingCache:
             before = json.dumps(data, sort_keys=True)
             yield data
             if json.dumps(data, sort_keys=True) != before:
-                part = self.path.with_name(self.path.name + f".{os.getpid()}.part")
+                part = self.path.with_name(f"{self.path.name}.{socket.gethostname()}.{os.getpid()}.part")
                 part.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
                 part.replace(self.path)
 
@@ -107,9 +108,11 @@ class TimingCache:
     def _take(self, key: str, identity: Optional[str]) -> Optional[Dict[str, float]]:
         with self._locked() as data:
             entry = data["entries"].get(key)
-            if (not isinstance(entry, dict) or not isinstance(entry.get("metrics"), dict)
-                    or entry.get("program") != identity or entry.get("uses", 0) >= self.max_uses
-                    or self.clock() - entry.get("measured_at", 0) > self.max_age_s):
+            if not isinstance(entry, dict) or not isinstance(entry.get("metrics"), dict):
+                return None
+            uses, age = entry.get("uses", 0), self.clock() - entry.get("measured_at", 0)
+            # An entry from the future, or with uses below zero, was not written by this module.
+            if entry.get("program") != identity or not 0 <= uses < self.max_uses or not 0 <= age <= self.max_age_s:
                 return None
             entry["uses"] = entry.get("uses", 0) + 1
             entry["reuses_total"] = entry.get("reuses_total", 0) + 1

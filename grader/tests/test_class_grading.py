@@ -233,6 +233,11 @@ class WhereTheTimeWentTest(Temp):
         for name, seconds in (("alice", 12.0), ("bob", 4.0)):
             cg.write_json(paths.result(name), {"status": "graded", "points": {}, "seconds": seconds, "seed": 7})
             cg.write_json(paths.feedback(name) / "results.json", {"tests": [], "extra_data": {"wall_s": walls[name]}})
+        # results.json files of shapes no ./grade writes: left out of the sums
+        for name, results in (("carol", {"extra_data": "x"}), ("dave", {"extra_data": {"wall_s": {"01": 3}}}),
+                              ("erin", {"extra_data": {"wall_s": {"01": {"correctness": "lots"}}}}), ("fay", [1])):
+            cg.write_json(paths.result(name), {"status": "graded", "points": {}, "seconds": "?", "seed": 7})
+            cg.write_json(paths.feedback(name) / "results.json", results)
         cg.write_json(paths.record, {"seed": 7})
         seen = {}
 
@@ -242,7 +247,8 @@ class WhereTheTimeWentTest(Temp):
             return None
 
         with unittest.mock.patch.object(cg, "write_figure", figure), contextlib.redirect_stdout(io.StringIO()):
-            cg.merge(paths, LESSONS, ["alice", "bob"], 7, {"build_s": 30.0, "grading_wall_s": 14.0})
+            cg.merge(paths, LESSONS, ["alice", "bob", "carol", "dave", "erin", "fay"], 7,
+                     {"build_s": 30.0, "grading_wall_s": 14.0})
         self.assertEqual(seen, {"summary": True, "time": True})
         record = json.loads(paths.record.read_text())
         self.assertEqual(record["seed"], 7)

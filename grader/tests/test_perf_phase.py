@@ -174,6 +174,7 @@ class GraderPerformanceTest(unittest.TestCase):
         self.env = mock.patch.dict(os.environ, {gpu_lock.LOCK_DIR_ENV: self.tmp.name})
         self.env.start()
         self.runs = []
+        self.on_the_gpu = "nvidia-smi"  # else what gpu_processes.compute_apps gives around the timed phases
 
     def tearDown(self):
         self.env.stop()
@@ -203,9 +204,12 @@ class GraderPerformanceTest(unittest.TestCase):
                 return phase(("passed", [], {}))
             result = perf(reference_value) if program == reference else perf(values.pop(0), profiled)
             result.pid = 555 if program == "student" else 556
+            result.run_completed = True
             return result
 
-        with mock.patch.object(cli, "run_phase", run_phase), contextlib.redirect_stdout(io.StringIO()) as out:
+        listed = (contextlib.nullcontext() if self.on_the_gpu == "nvidia-smi"
+                  else mock.patch.object(gpu_processes, "compute_apps", return_value=self.on_the_gpu))
+        with mock.patch.object(cli, "run_phase", run_phase), contextlib.redirect_stdout(io.StringIO()) as out, listed:
             result = grader.grade_lesson(the_lesson, "student")
         self.output = out.getvalue()
         self.notes = grader.notes
@@ -226,6 +230,7 @@ class GraderPerformanceTest(unittest.TestCase):
         self.assertEqual([held for _, spec, held in self.runs if "~[perf]" in spec], ["EX", "SH"])
 
     def test_with_a_timing_cache_the_reference_is_timed_once_and_its_figure_reused(self):
+        self.on_the_gpu = []  # nothing else on the GPU
         cache = str(Path(self.tmp.name) / "class" / "timing_cache.json")
         reference = Path(self.tmp.name) / "grade_01_vector_add__solutions"
         reference.write_text("a program")
@@ -243,14 +248,41 @@ class GraderPerformanceTest(unittest.TestCase):
                                                           reference_value=0.5).summary)
         self.assertEqual(self.timed(), [("student", "EX"), (str(reference), "EX")])
 
-    def test_a_failed_timing_of_the_reference_is_not_kept(self):
+    def test_a_failed_or_disturbed_timing_of_the_reference_is_not_kept(self):
         cache = str(Path(self.tmp.name) / "timing_cache.json")
+        reference = Path(self.tmp.name) / "grade_01_vector_add__solutions"
+        reference.write_text("a program")
+        kept = lambda: json.loads(Path(cache).read_text())["entries"] if Path(cache).exists() else {}  # noqa: E731
+        self.on_the_gpu = []
         with mock.patch.object(cli, "reference_usable", return_value=False):
-            self.grade(0.80, timing_cache=cache)
-        self.assertEqual(json.loads(Path(cache).read_text())["entries"] if Path(cache).exists() else {}, {})
-        self.runs = []
-        self.grade(0.80, timing_cache=cache)
-        self.assertEqual(self.timed(), [("student", "EX"), ("reference", "EX")])
+            self.grade(0.80, timing_cache=cache, reference=str(reference))
+        self.assertEqual(kept(), {})
+        self.on_the_gpu = [(4321, "someone_else")]  # another process on the GPU while it was timed
+        self.grade(0.80, timing_cache=cache, reference=str(reference))
+        self.assertEqual(kept(), {})
+        self.on_the_gpu = None  # nvidia-smi could not say
+        self.grade(0.80, timing_cache=cache, reference=str(reference))
+        self.assertEqual(kept(), {})
+        self.on_the_gpu = []
+        self.grade(0.80, timing_cache=cache, reference=str(reference))
+        self.assertEqual(len(kept()), 1)  # the same call keeps it when all is well
+
+    def test_only_a_reference_run_that_ended_cleanly_is_usable(self):
+        good = perf(1.0)
+        good.run_completed = True
+        self.assertTrue(cli.reference_usable(good))
+        for change in ({"run_completed": False}, {"forged_lines": 1}, {"timed_out": True}, {"returncode": 1}):
+            bad = perf(1.0)
+            bad.run_completed = True
+            for name, value in change.items():
+                setattr(bad, name, value)
+            self.assertFalse(cli.reference_usable(bad), change)
+        failed = phase(("failed", ["no"], {"gbps": 1.0}))
+        failed.run_completed = True
+        self.assertFalse(cli.reference_usable(failed))
+        empty = phase(("passed", [], {}))
+        empty.run_completed = True
+        self.assertFalse(cli.reference_usable(empty))
 
     def test_a_figure_below_the_threshold_is_measured_again(self):
         performance = self.grade(0.58, 0.62)

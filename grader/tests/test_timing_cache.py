@@ -14,7 +14,7 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from driver import cli, gpu_lock  # noqa: E402
+from driver import cli, gpu_lock, gpu_processes  # noqa: E402
 from driver.timing_cache import TimingCache  # noqa: E402
 
 
@@ -95,6 +95,12 @@ class TimingCacheTest(unittest.TestCase):
         blocked.put("gpu/x", None, {"gbps": 1.0}, "gbps")
         self.assertIsNone(blocked.take("gpu/x", None))
 
+    def test_an_entry_from_the_future_or_with_uses_below_zero_is_not_reused(self):
+        for entry in ({"measured_at": 10**12, "uses": 0}, {"measured_at": 1000.0, "uses": -10**6}):
+            (self.tmp / "cache.json").write_text(json.dumps({"version": 1, "entries": {
+                "gpu/x": dict(entry, metrics={"copy_bandwidth_gbps": 1e9}, program="-")}}))
+            self.assertIsNone(self.cache.take("gpu/x", None), entry)
+
     def test_gradings_writing_at_once_lose_nothing(self):
         path = str(self.tmp / "shared.json")
         workers = [multiprocessing.Process(target=put_many, args=(path, w)) for w in range(4)]
@@ -123,6 +129,8 @@ class CopyBandwidthTest(unittest.TestCase):
     def fake_run(self, command, **kwargs):
         self.calls.append(command[1:])
         device = {"name": "Fake GPU", "uuid": "GPU-fake"}
+        if getattr(self, "ceiling", None):
+            device["theoretical_bandwidth_gbps"] = self.ceiling  # below what the copy "measures"
         if "--measure-copy" in command:
             device["copy_bandwidth_gbps"] = 3000.0 + len(self.calls)
         return subprocess.CompletedProcess(command, 0, json.dumps(device).encode(), b"")
@@ -131,7 +139,8 @@ class CopyBandwidthTest(unittest.TestCase):
         program = self.tmp / "workbook_device_info"
         program.write_text("")
         cache = str(self.tmp / "timing_cache.json")
-        with mock.patch.object(cli.subprocess, "run", self.fake_run):
+        with mock.patch.object(cli.subprocess, "run", self.fake_run), \
+                mock.patch.object(gpu_processes, "compute_apps", return_value=[]):
             first = json.loads(cli.query_device({"device_info": str(program)}, "alice", cache).stdout)
             second = json.loads(cli.query_device({"device_info": str(program)}, "bob", cache).stdout)
             alone = json.loads(cli.query_device({"device_info": str(program)}, "carol").stdout)
@@ -139,6 +148,19 @@ class CopyBandwidthTest(unittest.TestCase):
         self.assertEqual(second, dict(first))  # the facts and the kept bandwidth
         self.assertEqual(self.calls, [[], ["--measure-copy"], [], [], ["--measure-copy"]])
         self.assertEqual(alone["copy_bandwidth_gbps"], 3005.0)  # without the cache: measured
+
+    def test_a_disturbed_or_impossible_bandwidth_is_not_kept(self):
+        program = self.tmp / "workbook_device_info"
+        program.write_text("")
+        cache = str(self.tmp / "timing_cache.json")
+        for others, ceiling in (([(99, "other")], None), (None, None), ([], 2000.0)):
+            self.calls = []
+            with mock.patch.object(cli.subprocess, "run", self.fake_run), \
+                    mock.patch.object(gpu_processes, "compute_apps", return_value=others), \
+                    mock.patch.object(self, "ceiling", ceiling, create=True):
+                cli.query_device({"device_info": str(program)}, "alice", cache)
+                cli.query_device({"device_info": str(program)}, "bob", cache)
+            self.assertEqual(self.calls.count(["--measure-copy"]), 2, (others, ceiling))  # each measured
 
 
 if __name__ == "__main__":
