@@ -36,20 +36,16 @@ ComparisonReport compare_to_reference(const float* got, const float* expected, s
     const bool unwritten = is_poison(got[i]);
     const double g = got[i];
     const double e = expected[i];
-    bool right;
+    const bool right = element_agrees(got[i], e, tolerance);
     if (unwritten) {
-      right = false;
       if (report.unwritten == 0) report.first_unwritten = i;
       report.last_unwritten = i;
       ++report.unwritten;
-    } else if (std::isnan(e) || std::isnan(g)) {
-      right = std::isnan(e) && std::isnan(g);
-    } else {
+    } else if (!std::isnan(e) && !std::isnan(g)) {
       const double abs_error = std::fabs(g - e);
       const double rel_error = e != 0 ? abs_error / std::fabs(e) : (abs_error > 0 ? INFINITY : 0.0);
       if (abs_error > report.max_abs_error) report.max_abs_error = abs_error;
       if (rel_error > report.max_rel_error) report.max_rel_error = rel_error;
-      right = abs_error <= tolerance.abs + tolerance.rel * std::fabs(e);
     }
     if (!right) {
       ++report.wrong;

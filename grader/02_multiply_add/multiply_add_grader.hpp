@@ -13,6 +13,7 @@
 #include "benchmark.hpp"
 #include "multiply_add.hpp"
 
+#include "device_check.cuh"
 #include "diagnosis.hpp"
 #include "grader.hpp"
 #include "output_matcher.hpp"
@@ -33,11 +34,23 @@ namespace multiply_add_grader {
 constexpr workbook::Tolerance kFmaOrNot{1e-6, 1e-6};
 constexpr std::size_t kLargeCorrectness = (std::size_t{1} << 26) + 7;  // 256 MiB per array, not a block multiple
 
-// x1, x2 and y on the device (guarded), a random b, and the expected y computed on the host
-// in double precision from the same seeded streams the device filled x1 and x2 with.
+// The expected y[i]: x1*x2 + b in double precision from the seeded streams x1 and x2 were filled
+// with, rounded to float; on the host or the device (device_check.cuh). The product of two floats
+// is exact in double, so a fused multiply-add gives the same value.
+struct MultiplyAdd {
+  std::uint64_t seed1, seed2;
+  float b;
+  WORKBOOK_HOST_DEVICE double operator()(std::size_t i) const {
+    const double v1 = workbook::random_uniform(seed1, i, -1, 1);
+    const double v2 = workbook::random_uniform(seed2, i, -1, 1);
+    return static_cast<float>(v1 * v2 + b);
+  }
+};
+
+// x1, x2 and y on the device (guarded), filled from seeded streams, a random b, and the expected y.
 struct Problem {
   Problem(std::size_t n, const std::string& name)
-      : x1(n, workbook::kInputGuardBits), x2(n, workbook::kInputGuardBits), y(n), expected(n) {
+      : x1(n, workbook::kInputGuardBits), x2(n, workbook::kInputGuardBits), y(n) {
     const std::uint64_t seed1 = grader::seed_for("x1 " + name + std::to_string(n));
     const std::uint64_t seed2 = grader::seed_for("x2 " + name + std::to_string(n));
     // Never 0, so a kernel that forgets b is caught.
@@ -45,22 +58,30 @@ struct Problem {
     if (workbook::mix64(seed1) % 2 == 0) b = -b;
     x1.fill_random(seed1);
     x2.fill_random(seed2);
-    for (std::size_t i = 0; i < n; ++i) {
-      const double v1 = workbook::random_uniform(seed1, i, -1, 1);
-      const double v2 = workbook::random_uniform(seed2, i, -1, 1);
-      expected[i] = static_cast<float>(v1 * v2 + b);
-    }
+    formula = {seed1, seed2, b};
   }
   int n() const { return static_cast<int>(y.size()); }
+  // The expected y on the host, computed the first time it is asked for (a right y never needs it).
+  const std::vector<float>& expected() {
+    if (expected_.size() != y.size()) {
+      expected_.resize(y.size());
+      for (std::size_t i = 0; i < y.size(); ++i) expected_[i] = static_cast<float>(formula(i));
+    }
+    return expected_;
+  }
   workbook::GuardedDeviceArray x1, x2, y;
   float b = 0;
-  std::vector<float> expected;
+  MultiplyAdd formula{};
+
+private:
+  std::vector<float> expected_;
 };
 
 // The number of blocks of \p block threads that covers \p n elements.
 int blocks_for(std::size_t n, int block);
 
-// Waits for the GPU and checks y; \p threads is the launch's grid x block when known.
+// Waits for the GPU and checks y: on the device; when anything is off, copied back and compared
+// on the host for the report. \p threads is the launch's grid x block when known.
 void check_output(Problem& p, long long threads = -1);
 
 // Runs \p run once on n = 1000 (\p what names the call): an output nobody wrote ends the test as
@@ -74,7 +95,7 @@ void require_writes(const std::string& what, Run run) {
     grader::synchronize(what);  // inside: a launch that never ends is reported as such
   });
   const auto out = grader::read_back(p.y);
-  const auto comparison = workbook::compare_to_reference(out.values.data(), p.expected.data(), 1000, kFmaOrNot);
+  const auto comparison = workbook::compare_to_reference(out.values.data(), p.expected().data(), 1000, kFmaOrNot);
   if (grader::nothing_written(comparison, out.guards)) {
     grader::wrote_nothing(what + " ran and wrote nothing: " + grader::untouched_output("y", 1000), trace);
   }

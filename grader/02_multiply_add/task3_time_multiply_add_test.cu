@@ -42,7 +42,7 @@ TEST_CASE("Task 3: time_multiply_add agrees with the helper library's event time
     }
     grader::synchronize("time_multiply_add on n = 1000");
     const auto out = grader::read_back(p.y);
-    const auto comparison = workbook::compare_to_reference(out.values.data(), p.expected.data(), 1000, kFmaOrNot);
+    const auto comparison = workbook::compare_to_reference(out.values.data(), p.expected().data(), 1000, kFmaOrNot);
     if (!comparison.ok() || !out.guards.intact()) {
       FAIL("time_multiply_add ran, but y is wrong afterwards. It times launch_multiply_add, so task 2 must pass "
            "first (./grade 02 shows why it does not).\n" << grader::diagnose(comparison, out.guards, 1000));

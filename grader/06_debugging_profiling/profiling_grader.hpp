@@ -47,6 +47,8 @@ std::vector<Grid> grid_shapes();
 // ordered with it.
 cudaStream_t student_stream();
 
+struct Problem;
+
 // One function of the lesson, as the grader calls it: `call` maps the input grid to the output on
 // the stream given; `expected` computes the output on the host from the input's values. `transposed`:
 // the output is the input's transpose, an ny-by-nx grid.
@@ -54,6 +56,10 @@ struct Subject {
   std::string function;  // "heat_step"
   std::function<void(const float* in, float* out, Grid g, cudaStream_t stream)> call;
   std::function<std::vector<double>(const std::vector<float>& in, Grid g)> expected;
+  // The same expected output computed on the device from p.in, compared there with p.out, guards
+  // included (grader/support/device_check.cuh): true when all of it is right. check_output asks it
+  // first and computes `expected` on the host only when it says no.
+  std::function<bool(const Problem& p, workbook::Tolerance tolerance)> agrees_on_device;
   workbook::Tolerance tolerance;
   std::string arguments;  // the scalar arguments, as the call text shows them: ", alpha = 0.2"
   bool transposed = false;
@@ -68,9 +74,14 @@ Subject field_strength_subject();
 // The input (seeded, uniform in [-1, 1]) and the output (poisoned, guarded) on the device.
 struct Problem {
   Problem(const Subject& s, Grid g, const std::string& name);
+  // The input's values on the host, computed the first time they are asked for.
+  const std::vector<float>& input();
   Grid grid;
   workbook::GuardedDeviceArray in, out;
-  std::vector<float> input;  // its values, on the host
+
+private:
+  std::uint64_t seed_;
+  std::vector<float> input_;
 };
 
 // Waits for the GPU, then checks p.out against the subject's expected output; FAILs with the

@@ -9,6 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "workbook/host_device.hpp"
+
+#if !defined(__CUDA_ARCH__)
+#include <cmath>
+#include <cstring>
+#endif
+
 namespace workbook {
 
 /// Bit pattern written into outputs before a launch: a quiet NaN no arithmetic produces,
@@ -26,6 +33,27 @@ struct Tolerance {
   double abs = 0;  ///< absolute part
   double rel = 0;  ///< part relative to |expected|
 };
+
+/// Whether \p got is right for \p expected: never when it holds the poison (unwritten); NaN
+/// only where the reference is NaN too; otherwise within \p tolerance. The one rule every
+/// comparison applies, on the host (compare_to_reference) and on the device
+/// (grader/support/device_check.cuh).
+WORKBOOK_HOST_DEVICE inline bool element_agrees(float got, double expected, Tolerance tolerance) {
+#if defined(__CUDA_ARCH__)
+  const std::uint32_t bits = __float_as_uint(got);
+#else
+  std::uint32_t bits;
+  std::memcpy(&bits, &got, sizeof bits);
+#endif
+  if (bits == kPoisonBits) return false;
+  const double g = got;
+#if !defined(__CUDA_ARCH__)
+  using std::fabs;
+  using std::isnan;
+#endif
+  if (isnan(g) || isnan(expected)) return isnan(g) && isnan(expected);
+  return fabs(g - expected) <= tolerance.abs + tolerance.rel * fabs(expected);
+}
 
 /// One wrong element.
 struct Mismatch {

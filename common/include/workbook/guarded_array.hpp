@@ -59,6 +59,8 @@ public:
 
   /// Device pointer to element 0 of the array (past the front guard).
   float* data() noexcept { return storage_.data() + guard_; }
+  /// The same address, for reading.
+  const float* data() const noexcept { return storage_.data() + guard_; }
   /// Number of elements in the array, guards excluded.
   std::size_t size() const noexcept { return n_; }
 

@@ -1,0 +1,71 @@
+/// \file
+/// The fast path of checking a large output: every element against its expected value, on the
+/// device, by the rule the host's comparison applies (workbook::element_agrees); nothing comes
+/// back but a count. A grader test asks it first; only when it finds a wrong element (or a
+/// written guard) does the test copy the output back and compare on the host, for the full
+/// report (grader::MatchesReference and the lessons' own diagnoses). So a right output costs a
+/// kernel over it instead of a copy, a host reference and a host loop: seconds at 2^28 elements.
+///
+/// The expected value comes from a functor the test defines, `double operator()(std::size_t i)`,
+/// callable on the device: the lesson's formula on the seeded inputs (workbook::random_uniform is
+/// the same on both sides), or a read of device memory the grader itself filled. It must compute
+/// what the host's reference computes, so that the device never calls right what the host would
+/// call wrong; grader/support/tests/device_check_gpu_test.cu checks the rule on both sides.
+#pragma once
+
+#include "workbook/compare.hpp"
+#include "workbook/cuda_check.hpp"
+#include "workbook/device_buffer.hpp"
+#include "workbook/guarded_array.hpp"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace grader {
+
+namespace detail {
+
+template <class Expected>
+__global__ void count_disagreements(const float* got, std::size_t n, workbook::Tolerance tolerance,
+                                    Expected expected, unsigned long long* wrong) {
+  unsigned long long mine = 0;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    mine += !workbook::element_agrees(got[i], expected(i), tolerance);
+  }
+  if (mine != 0) atomicAdd(wrong, mine);
+}
+
+}  // namespace detail
+
+/// How many of the \p n floats at device address \p got disagree with expected(i) (0 .. n).
+/// Waits for the device.
+template <class Expected>
+unsigned long long count_wrong_on_device(const float* got, std::size_t n, workbook::Tolerance tolerance,
+                                         Expected expected) {
+  workbook::DeviceBuffer<unsigned long long> wrong(1);
+  WORKBOOK_CUDA_CHECK(cudaMemset(wrong.data(), 0, sizeof(unsigned long long)));
+  if (n > 0) {
+    int device = 0, sms = 0;
+    WORKBOOK_CUDA_CHECK(cudaGetDevice(&device));
+    WORKBOOK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const std::size_t wanted = (n + 255) / 256;
+    const int blocks = static_cast<int>(wanted < std::size_t(sms) * 8 ? wanted : std::size_t(sms) * 8);
+    detail::count_disagreements<<<blocks, 256>>>(got, n, tolerance, expected, wrong.data());
+    WORKBOOK_CUDA_CHECK(cudaGetLastError());
+  }
+  unsigned long long count = 0;
+  WORKBOOK_CUDA_CHECK(cudaMemcpy(&count, wrong.data(), sizeof count, cudaMemcpyDeviceToHost));
+  return count;
+}
+
+/// True when every element of \p array agrees with expected(i) and its guards are intact.
+/// False says only that the host must look (and report); it is never a verdict by itself.
+template <class Expected>
+bool agrees_on_device(const workbook::GuardedDeviceArray& array, workbook::Tolerance tolerance, Expected expected) {
+  return count_wrong_on_device(array.data(), array.size(), tolerance, expected) == 0 &&
+         array.check_guards().intact();
+}
+
+}  // namespace grader

@@ -1,0 +1,75 @@
+// The device's check of an output (device_check.cuh) against the host's (compare_to_reference):
+// they must count the same wrong elements, for every kind of wrong, or a test's fast path would
+// pass what its host path fails. Skipped without a GPU.
+#include "device_check.cuh"
+#include "grader.hpp"
+
+#include "workbook/workbook.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace {
+
+struct Stream {  // expected[i], on either side: the seeded stream itself
+  std::uint64_t seed;
+  WORKBOOK_HOST_DEVICE double operator()(std::size_t i) const { return workbook::random_uniform(seed, i, -1, 1); }
+};
+
+std::vector<float> expected_of(Stream f, std::size_t n) {
+  std::vector<float> e(n);
+  for (std::size_t i = 0; i < n; ++i) e[i] = static_cast<float>(f(i));
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("the device counts the wrong elements the host counts, every kind of wrong", "[device_check][gpu]") {
+  grader::require_gpu();
+  const Stream f{grader::seed_for("device check")};
+  const workbook::Tolerance tolerance{1e-6, 1e-6};
+  for (const std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{1} << 22}) {
+    const std::vector<float> expected = expected_of(f, n);
+    for (const char* kind : {"right", "poison, NaN, one just outside the tolerance, one just inside", "all off"}) {
+      CAPTURE(n, kind);
+      std::vector<float> got = expected;
+      if (kind[0] == 'p') {
+        got[0] = workbook::poison_value();
+        if (n > 1) {
+          got[n / 2] = std::numeric_limits<float>::quiet_NaN();
+          got[n - 1] = static_cast<float>(expected[n - 1] + 3e-6 + 2e-6 * std::fabs(expected[n - 1]));
+          got[n / 3 + 1] = std::nextafter(expected[n / 3 + 1], 2.0f);  // one ulp (< 1.2e-7) off: inside
+        }
+      } else if (kind[0] == 'a') {
+        for (float& v : got) v += 4e-6f;  // beyond 1e-6 + 1e-6 |e| for |e| <= 1
+      }
+      workbook::GuardedDeviceArray array(n);
+      array.upload(got);
+      const auto host = workbook::compare_to_reference(got.data(), expected.data(), n, tolerance);
+      const unsigned long long device = grader::count_wrong_on_device(array.data(), n, tolerance, f);
+      CHECK(device == host.wrong);
+      CHECK(grader::agrees_on_device(array, tolerance, f) == host.ok());
+      CHECK(host.ok() == (kind[0] == 'r'));  // the planted errors are errors, the right output is right
+    }
+  }
+}
+
+TEST_CASE("the device's check sees a written guard and an empty array", "[device_check][gpu]") {
+  grader::require_gpu();
+  const Stream f{7};
+  workbook::GuardedDeviceArray array(100);
+  array.upload(expected_of(f, 100));
+  REQUIRE(grader::agrees_on_device(array, {0, 0}, f));
+  const float stray = 1.0f;
+  WORKBOOK_CUDA_CHECK(cudaMemcpy(array.data() + 100, &stray, sizeof stray, cudaMemcpyHostToDevice));
+  CHECK_FALSE(grader::agrees_on_device(array, {0, 0}, f));
+
+  workbook::GuardedDeviceArray empty(0);
+  CHECK(grader::count_wrong_on_device(empty.data(), 0, {0, 0}, f) == 0);
+  CHECK(grader::agrees_on_device(empty, {0, 0}, f));
+}
