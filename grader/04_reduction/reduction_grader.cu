@@ -17,6 +17,38 @@
 using grader::HintId;
 
 namespace reduction_grader {
+
+namespace {
+
+__global__ void fill_input(float* x, std::size_t n, Input input, std::uint64_t seed) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    x[i] = input_value(input, seed, i);
+  }
+}
+
+}  // namespace
+
+Data::Data(std::size_t n, Input kind, const std::string& name) : input(kind), device(n, workbook::kInputGuardBits) {
+  const std::uint64_t seed = grader::seed_for(name + " " + std::to_string(n) + " " + input_text(kind));
+  if (n > 0) {
+    fill_input<<<1024, 256>>>(device.data(), n, kind, seed);
+    WORKBOOK_CHECK_LAUNCH();
+  }
+  // On the legacy default stream, after the fill; sum_on_device's copy back waits for both, so
+  // the input is there for every stream when the constructor returns.
+  total = grader::sum_on_device(device.data(), n, Identity{});
+  total_abs = grader::sum_on_device(device.data(), n, Absolute{});
+}
+
+const std::vector<float>& Data::host() const {
+  if (!downloaded_) {
+    host_ = device.download();
+    downloaded_ = true;
+  }
+  return host_;
+}
+
 namespace {
 
 // Calls \p s on \p d into \p o and returns the result (waits for the GPU).
@@ -377,7 +409,7 @@ Subject subject(const char* name, SumFunction run) { return {name, run, student_
 
 void measure_against_cub(const std::string& name,
                          const std::function<void(const float*, std::size_t, float*, void*, cudaStream_t)>& run,
-                         const std::function<Expected(const std::vector<float>&)>& exact) {
+                         const std::function<Expected(const float*, std::size_t)>& exact) {
   const double copy_gbps = workbook::copy_bandwidth_gbps_for_run();
   double lowest = 0, lowest_gbps = 0, lowest_n = 0, lowest_ms = 0;
   bool first = true;
@@ -389,11 +421,9 @@ void measure_against_cub(const std::string& name,
     workbook::fill_random_device(in.data(), n, grader::seed_for(name + " perf " + std::to_string(n)), 0.0f, 1.0f);
     run(in.data(), n, out.data(), workspace.data(), nullptr);
     grader::synchronize(name + " at n = " + std::to_string(n) + ", before timing");
-    std::vector<float> host(n);
-    in.copy_to_host(host.data());
     float got = 0;
     out.copy_to_host(&got);
-    const Expected want = exact(host);
+    const Expected want = exact(in.data(), n);
     if (!within(got, want.value, want.tolerance)) {
       FAIL(name << " at n = " << n << ": expected " << workbook::format_value(want.value) << ", got "
            << workbook::format_value(got) << ": a wrong result is not timed.");
@@ -428,16 +458,14 @@ void measure_against_cub(const std::string& name,
   grader::record_metric("fraction_of_cub", lowest);
 }
 
-Expected exact_sum(const std::vector<float>& x) {
-  double s = 0;
-  for (const float v : x) s += v;  // x >= 0: the sum is also the sum of |x|
-  return {s, sum_tolerance(x.size(), s, Input::Uniform)};
+Expected exact_sum(const float* x, std::size_t n) {
+  const double s = grader::sum_on_device(x, n, Identity{});  // x >= 0: the sum is also the sum of |x|
+  return {s, sum_tolerance(n, s, Input::Uniform)};
 }
 
-Expected exact_norm(const std::vector<float>& x) {
-  double s = 0;
-  for (const float v : x) s += double(v) * v;
-  return {std::sqrt(s), norm_tolerance(x.size(), std::sqrt(s))};
+Expected exact_norm(const float* x, std::size_t n) {
+  const double s = grader::sum_on_device(x, n, Square{});
+  return {std::sqrt(s), norm_tolerance(n, std::sqrt(s))};
 }
 
 // ---- task 1: the block tree ----------------------------------------------------------------

@@ -3,7 +3,7 @@
 // the checks of tasks 2 and 4 (one device-wide sum, checked the same way twice), defined in
 // reduction_grader.cu with their diagnoses.
 //
-// Every sum is checked against a float64 sum on the host of the very floats the GPU read, on
+// Every sum is checked against a float64 sum (added on the device) of the very floats the GPU read, on
 // sizes around warps, blocks and a full wave of threads, a prime near 2^20 and (outside the
 // sanitizer) 2^26 and 2^28 as memory allows, on four inputs: uniform in [-1, 1], all ones, a
 // cancelling one (sum near 0, sum of |x| large) and a large offset (1000 + noise). The
@@ -21,6 +21,7 @@
 #include "reduction.hpp"
 
 #include "contract.hpp"
+#include "device_check.cuh"
 #include "grader.hpp"
 #include "output_matcher.hpp"
 #include "tracer.hpp"
@@ -64,8 +65,8 @@ inline std::string input_text(Input input) {
   return "?";
 }
 
-// Element i of an input, as the host computes it (a pure function of the seed and i).
-inline float input_value(Input input, std::uint64_t seed, std::size_t i) {
+// Element i of an input (a pure function of the seed and i), as the device fills it (Data).
+WORKBOOK_HOST_DEVICE inline float input_value(Input input, std::uint64_t seed, std::size_t i) {
   switch (input) {
     case Input::Uniform: return workbook::random_uniform(seed, i, -1.0f, 1.0f);
     case Input::Ones: return 1.0f;
@@ -77,36 +78,48 @@ inline float input_value(Input input, std::uint64_t seed, std::size_t i) {
   return 0.0f;
 }
 
-// n floats on the device (guarded by NaN), the same floats on the host, and their exact sums.
+// What sum_on_device adds up (grader/support/device_check.cuh): x, |x| or x^2, in float64.
+struct Identity {
+  WORKBOOK_HOST_DEVICE double operator()(float x) const { return x; }
+};
+struct Absolute {
+  WORKBOOK_HOST_DEVICE double operator()(float x) const { return x < 0 ? -double(x) : double(x); }
+};
+struct Square {
+  WORKBOOK_HOST_DEVICE double operator()(float x) const { return double(x) * x; }
+};
+
+// n floats filled on the device (guarded by NaN) and their float64 sums, added there
+// (sum_on_device); the same floats on the host only when a check asks for them (host()).
 struct Data {
-  Data(std::size_t n, Input kind, const std::string& name)
-      : input(kind), host(n), device(n, workbook::kInputGuardBits) {
-    const std::uint64_t seed = grader::seed_for(name + " " + std::to_string(n) + " " + input_text(kind));
-    for (std::size_t i = 0; i < n; ++i) host[i] = input_value(kind, seed, i);
-    if (n > 0) device.upload(host);
-    total = sum(0, n);
-    total_abs = sum_abs(0, n);
-  }
-  std::size_t size() const { return host.size(); }
+  Data(std::size_t n, Input kind, const std::string& name);
+  std::size_t size() const { return device.size(); }
   double exact_sum() const { return total; }
   // How far a right sum of the whole input may be from exact_sum().
   double tolerance() const;
+  // The floats the GPU reads, copied back the first time they are asked for.
+  const std::vector<float>& host() const;
   double sum(std::size_t begin, std::size_t end) const {
+    const std::vector<float>& x = host();
     double s = 0;
-    for (std::size_t i = begin; i < end; ++i) s += host[i];
+    for (std::size_t i = begin; i < end; ++i) s += x[i];
     return s;
   }
   double sum_abs(std::size_t begin, std::size_t end) const {
+    const std::vector<float>& x = host();
     double s = 0;
-    for (std::size_t i = begin; i < end; ++i) s += std::abs(double(host[i]));
+    for (std::size_t i = begin; i < end; ++i) s += std::abs(double(x[i]));
     return s;
   }
   std::string text() const { return "n = " + std::to_string(size()) + ", " + input_text(input); }
 
   Input input;
-  std::vector<float> host;
   workbook::GuardedDeviceArray device;
   double total = 0, total_abs = 0;  // the exact sum and sum of |x|, computed once
+
+private:
+  mutable std::vector<float> host_;
+  mutable bool downloaded_ = false;
 };
 
 // How far a float32 sum of \p count elements whose |x| add up to \p sum_abs may be from the exact
@@ -244,13 +257,13 @@ struct Expected {
 // so a dropped part of it is far outside the tolerance.
 void measure_against_cub(const std::string& name,
                          const std::function<void(const float*, std::size_t, float*, void*, cudaStream_t)>& run,
-                         const std::function<Expected(const std::vector<float>&)>& exact);
+                         const std::function<Expected(const float* x, std::size_t n)>& exact);
 
-// The sum of \p x (x >= 0) and its tolerance.
-Expected exact_sum(const std::vector<float>& x);
+// The sum of the \p n floats at device address \p x (x >= 0) and its tolerance.
+Expected exact_sum(const float* x, std::size_t n);
 
-// The L2 norm of \p x and its tolerance.
-Expected exact_norm(const std::vector<float>& x);
+// The L2 norm of the \p n floats at device address \p x and its tolerance.
+Expected exact_norm(const float* x, std::size_t n);
 
 // ---- contracts -----------------------------------------------------------------------------
 

@@ -89,6 +89,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--no-counters", action="store_true",
                         help="do not profile a submission's kernel that fell short of its threshold (./grade "
                              "--no-counters): quicker, the verdict without the hardware's counters")
+    parser.add_argument("--all-counters", action="store_true",
+                        help="also profile the tasks that show their counters on every grade when they passed "
+                             "(lesson 06), as ./grade alone does (default: only the kernels that fell short are "
+                             "profiled, ./grade --counters-when-short; the verdicts are the same)")
     parser.add_argument("--fresh-timings", action="store_true",
                         help="time the reference solution and the copy bandwidth in every grading, as ./grade alone "
                              "does (default: once per GPU, reused by the next gradings and measured again after "
@@ -410,6 +414,8 @@ def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir
         command.append("--no-timing")
     if getattr(args, "no_counters", False):
         command.append("--no-counters")
+    elif not getattr(args, "all_counters", False):
+        command.append("--counters-when-short")
     if args.timeout:
         command += ["--timeout", str(args.timeout)]
     if timing_cache is not None:
@@ -718,6 +724,8 @@ def slurm_submit(root: Path, args, paths: Paths, names: List[str], seed: int, le
         common.append("--no-timing")
     if args.no_counters:
         common.append("--no-counters")
+    if args.all_counters:
+        common.append("--all-counters")
     if args.timeout:
         common += ["--timeout", str(args.timeout)]
     regrade = ["--regrade-all"] if args.regrade_all else (["--regrade", *args.regrade] if args.regrade else [])

@@ -84,6 +84,9 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
     parser.add_argument("--no-counters", action="store_true",
                         help="do not profile a kernel that fell short of its threshold (Nsight Compute's counters "
                              "beside the verdict)")
+    parser.add_argument("--counters-when-short", action="store_true",
+                        help="profile only the kernels that fell short: a task that shows its counters on every "
+                             "grade (lesson 06) shows none when it passed (./grade-class's default)")
     parser.add_argument("--timeout", type=float, help="seconds each task may run (default: the lesson's)")
     parser.add_argument("--timing-cache", metavar="FILE",
                         help="reuse the copy bandwidth and the reference solution's timed figures kept in FILE, "
@@ -216,6 +219,7 @@ class Grader:
         # Nsight Compute, for the counters of a timed task that fell short (counters.py).
         self.ncu, self.no_ncu_why = counters.find_ncu(index)
         self.profile_short = not getattr(args, "no_counters", False)
+        self.profile_passes = not getattr(args, "counters_when_short", False)
         # The check of each pass under compute-sanitizer: on unless asked off, or already the whole
         # run is under the sanitizer (--sanitize). Without compute-sanitizer it is left out, and
         # one line (self.notes, under the scoreboard's header) says so.
@@ -483,8 +487,13 @@ class Grader:
                 wall["reference"] += sum(p.elapsed_s for p in timed[1::2] if p)
             performance = judge_performance(task, correctness, perf_phase, lesson.slug, reference_phase, again)
             note_other_processes(performance, others)
-            if self.profile_short and counters_wanted(task, performance) and counters.PROFILED_BYTES in performance.metrics:
-                self._counters(program, lesson, task, performance, wall, short=fell_short(task, performance))
+            short = fell_short(task, performance)
+            if (self.profile_short and counters_wanted(task, performance) and counters.PROFILED_BYTES in performance.metrics
+                    and (short or self.profile_passes)):
+                self._counters(program, lesson, task, performance, wall, short=short)
+            elif self.profile_short and counters_wanted(task, performance) and not short:
+                self._no_counters(performance, False, "they are left out where the task passed "
+                                                      "(--counters-when-short; ./grade alone shows them)")
             if perf_phase is not None and performance:
                 self._say(f"performance {STATUS_LABELS[performance.status]}")
                 self._end_line()

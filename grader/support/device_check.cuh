@@ -1,5 +1,5 @@
 /// \file
-/// The fast path of checking a large output: every element against its expected value, on the
+/// Checking large outputs on the device. First, the fast path of checking a large output: every element against its expected value, on the
 /// device, by the rule the host's comparison applies (workbook::element_agrees); nothing comes
 /// back but a count. A grader test asks it first; only when it finds a wrong element (or a
 /// written guard) does the test copy the output back and compare on the host, for the full
@@ -11,6 +11,9 @@
 /// the same on both sides), or a read of device memory the grader itself filled. It must compute
 /// what the host's reference computes, so that the device never calls right what the host would
 /// call wrong; grader/support/tests/device_check_gpu_test.cu checks the rule on both sides.
+///
+/// Then sum_on_device: the float64 reference sum of a large input where it lies, instead of a
+/// copy back and a serial host loop (lesson 04's sums).
 #pragma once
 
 #include "workbook/compare.hpp"
@@ -35,6 +38,21 @@ __global__ void count_disagreements(const float* got, std::size_t n, workbook::T
     mine += !workbook::element_agrees(got[i], expected(i), tolerance);
   }
   if (mine != 0) atomicAdd(wrong, mine);
+}
+
+template <class Term>
+__global__ void partial_sums(const float* x, std::size_t n, Term term, double* partial) {
+  __shared__ double lane[256];
+  double mine = 0;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) mine += term(x[i]);
+  lane[threadIdx.x] = mine;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) lane[threadIdx.x] += lane[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = lane[0];
 }
 
 }  // namespace detail
@@ -66,6 +84,23 @@ template <class Expected>
 bool agrees_on_device(const workbook::GuardedDeviceArray& array, workbook::Tolerance tolerance, Expected expected) {
   return count_wrong_on_device(array.data(), array.size(), tolerance, expected) == 0 &&
          array.check_guards().intact();
+}
+
+/// The float64 sum of term(x[i]) over the \p n floats at device address \p x (term: float ->
+/// double, callable on the device), added on the device in a fixed order: the same input gives
+/// the same sum on every call. Its rounding error is that of float64, far inside any tolerance a
+/// float32 result is held to. Waits for the device.
+template <class Term>
+double sum_on_device(const float* x, std::size_t n, Term term) {
+  constexpr int kBlocks = 1024, kThreads = 256;  // kThreads: detail::partial_sums's shared array
+  workbook::DeviceBuffer<double> partial(kBlocks);
+  detail::partial_sums<<<kBlocks, kThreads>>>(x, n, term, partial.data());
+  WORKBOOK_CUDA_CHECK(cudaGetLastError());
+  double host[kBlocks];
+  WORKBOOK_CUDA_CHECK(cudaMemcpy(host, partial.data(), sizeof host, cudaMemcpyDeviceToHost));
+  double sum = 0;
+  for (const double p : host) sum += p;
+  return sum;
 }
 
 }  // namespace grader

@@ -214,9 +214,15 @@ class GradeOneTest(Temp):
         for option in ("--no-timing", "--no-counters", "--no-build"):
             self.assertIn(option, argv)
         self.assertEqual(argv[argv.index("--timeout") + 1], "12.0")
+        self.assertNotIn("--counters-when-short", argv)  # no counters at all
         args.no_counters = False
         cg.grade_one(fake_root, args, "alice", self.tmp / "alice", self.tmp / "fb", self.tmp / "b", 7, LESSONS, None)
         self.assertNotIn("--no-counters", argv_file.read_text().split())
+        self.assertIn("--counters-when-short", argv_file.read_text().split())  # the class's default
+        args.all_counters = True
+        cg.grade_one(fake_root, args, "alice", self.tmp / "alice", self.tmp / "fb", self.tmp / "b", 7, LESSONS, None)
+        self.assertNotIn("--counters-when-short", argv_file.read_text().split())
+        args.all_counters = False
         self.assertNotIn("--timing-cache", argv_file.read_text().split())
         cg.grade_one(fake_root, args, "alice", self.tmp / "alice", self.tmp / "fb", self.tmp / "b", 7, LESSONS, None,
                      self.tmp / "out" / "timing_cache.json")

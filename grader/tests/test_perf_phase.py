@@ -181,7 +181,7 @@ class GraderPerformanceTest(unittest.TestCase):
         self.tmp.cleanup()
 
     def grade(self, *values, the_lesson=None, ncu=(None, "no ncu in this test"), no_counters=False, profiled=True,
-              timing_cache=None, reference="reference", reference_value=1.0):
+              timing_cache=None, reference="reference", reference_value=1.0, counters_when_short=False):
         """Grades helpers' lesson 01 with the student's performance phase giving `values` in turn;
         `ncu` is what counters.find_ncu finds, and a run under it writes NCU_LOG. `timing_cache`:
         ./grade --timing-cache; the reference's timed phase gives `reference_value`."""
@@ -189,7 +189,8 @@ class GraderPerformanceTest(unittest.TestCase):
         the_lesson = the_lesson or lesson()
         with mock.patch.object(counters, "find_ncu", return_value=ncu):
             grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None, no_sanitizer_check=True,
-                                          no_counters=no_counters, timing_cache=timing_cache),
+                                          no_counters=no_counters, timing_cache=timing_cache,
+                                          counters_when_short=counters_when_short),
                                 {}, {"01_vector_add": reference},
                                 {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0}, seed=1, tree="alice_1a2b3c4d")
 
@@ -334,6 +335,20 @@ class GraderPerformanceTest(unittest.TestCase):
         self.assertEqual(performance.extra_data.get("counters"), "shown")
         self.assertIn("Counters of the timed call (Nsight Compute), each beside its ideal:", performance.details)
         self.assertNotIn("Hint [", performance.details)  # causes explain a shortfall; there is none
+
+    def test_counters_when_short_leaves_out_a_pass_of_a_task_that_shows_them_always_but_not_a_shortfall(self):
+        always = lesson()
+        always.tasks[0].counters_always = True
+        performance = self.grade(0.80, the_lesson=always, ncu=("/cuda/bin/ncu", ""), counters_when_short=True)
+        self.assertEqual(performance.status, scoring.PASSED)
+        self.assertNotIn("/cuda/bin/ncu", [program for program, _, _ in self.runs])
+        self.assertNotIn("counters", performance.extra_data)
+        self.assertEqual([n for n in self.notes if "counters" in n],
+                         ["No counters on the tasks that show them on every grade: they are left out where the task "
+                          "passed (--counters-when-short; ./grade alone shows them)."])
+        self.runs = []
+        performance = self.grade(0.40, 0.40, the_lesson=always, ncu=("/cuda/bin/ncu", ""), counters_when_short=True)
+        self.assertIn("/cuda/bin/ncu", [program for program, _, _ in self.runs])  # a shortfall is profiled
 
     def test_without_ncu_a_passed_task_that_shows_counters_says_so_once_for_the_run(self):
         always = lesson()
