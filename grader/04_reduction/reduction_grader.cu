@@ -32,7 +32,8 @@ __global__ void fill_input(float* x, std::size_t n, Input input, std::uint64_t s
 Data::Data(std::size_t n, Input kind, const std::string& name) : input(kind), device(n, workbook::kInputGuardBits) {
   const std::uint64_t seed = grader::seed_for(name + " " + std::to_string(n) + " " + input_text(kind));
   if (n > 0) {
-    fill_input<<<1024, 256>>>(device.data(), n, kind, seed);
+    const int blocks = static_cast<int>(std::min<std::size_t>((n + 255) / 256, 1024));
+    fill_input<<<blocks, 256>>>(device.data(), n, kind, seed);
     WORKBOOK_CHECK_LAUNCH();
   }
   // On the legacy default stream, after the fill; sum_on_device's copy back waits for both, so
