@@ -491,7 +491,7 @@ class Grader:
             if (self.profile_short and counters_wanted(task, performance) and counters.PROFILED_BYTES in performance.metrics
                     and (short or self.profile_passes)):
                 self._counters(program, lesson, task, performance, wall, short=short)
-            elif self.profile_short and counters_wanted(task, performance) and not short:
+            elif self.profile_short and not self.profile_passes and counters_wanted(task, performance) and not short:
                 self._no_counters(performance, False, "they are left out where the task passed "
                                                       "(--counters-when-short; ./grade alone shows them)")
             if perf_phase is not None and performance:
