@@ -86,13 +86,14 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                         help="gradings at once on each GPU (default 1); correctness tests then share the GPU, and "
                              "the per-GPU lock still times every performance phase alone")
     parser.add_argument("--no-timing", action="store_true", help="correctness only (performance scores nothing)")
-    parser.add_argument("--no-counters", action="store_true",
-                        help="do not profile a submission's kernel that fell short of its threshold (./grade "
-                             "--no-counters): quicker, the verdict without the hardware's counters")
-    parser.add_argument("--all-counters", action="store_true",
-                        help="also profile the tasks that show their counters on every grade when they passed "
-                             "(lesson 06), as ./grade alone does (default: only the kernels that fell short are "
-                             "profiled, ./grade --counters-when-short; the verdicts are the same)")
+    counters_choice = parser.add_mutually_exclusive_group()
+    counters_choice.add_argument("--no-counters", action="store_true",
+                                 help="do not profile a submission's kernel that fell short of its threshold (./grade "
+                                      "--no-counters): quicker, the verdict without the hardware's counters")
+    counters_choice.add_argument("--all-counters", action="store_true",
+                                 help="also profile the tasks that show their counters on every grade when they "
+                                      "passed (lesson 06), as ./grade alone does (default: only the kernels that fell "
+                                      "short are profiled, ./grade --counters-when-short; the verdicts are the same)")
     parser.add_argument("--fresh-timings", action="store_true",
                         help="time the reference solution and the copy bandwidth in every grading, as ./grade alone "
                              "does (default: once per GPU, reused by the next gradings and measured again after "
