@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""The last line of `cmake --workflow --preset test`: how many tests were skipped and why.
+"""The last lines of `cmake --workflow --preset test`: where the time went, and how many
+tests were skipped and why.
 
 ctest runs this after the tests (CTEST_CUSTOM_POST_TEST, written by the top CMakeLists.txt)
 on the JUnit report the test preset writes. Without a GPU, every test that runs a kernel
-reports "skipped"; this says so in one line instead of a list of a hundred names.
+reports "skipped"; this says so in one line instead of a list of a hundred names. Before it,
+two lines on time: the wall time against the tests' own seconds added up, the slowest tests
+(the wall time can be no shorter than the longest), and the seconds of each group of tests
+(grader.e2e, grader.driver, common, ...): on a GPU machine, what to shorten first.
 
     tools/ctest_summary.py build/test/Testing/ctest-junit.xml
 """
@@ -32,9 +36,45 @@ def skip_reason(output: str) -> str:
     return ""
 
 
+def group_of(name: str) -> str:
+    """The group a test belongs to: its name's first part (common, lessons), or its first two
+    under grader and tools (grader.e2e, grader.driver, tools.bench)."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if parts[0] in ("grader", "tools") and len(parts) > 2 else parts[0]
+
+
+def time_lines(suite: ET.Element, slowest: int = 5) -> list:
+    """Where the time went: the wall time against the tests' own seconds, the slowest tests, and
+    each group's seconds and count, largest first. None when the report gives no times."""
+    seconds = {}
+    for case in suite.iter("testcase"):
+        try:
+            seconds[case.get("name", "?")] = float(case.get("time", ""))
+        except ValueError:
+            return []
+    if not seconds:
+        return []
+    total = sum(seconds.values())
+    try:
+        wall = float(suite.get("time", ""))
+    except ValueError:
+        wall = 0.0
+    at_once = f" ({total / wall:.1f} at a time on average)" if wall > 0 else ""
+    groups = {}
+    for name, s in seconds.items():
+        count, summed = groups.get(group_of(name), (0, 0.0))
+        groups[group_of(name)] = (count + 1, summed + s)
+    top = sorted(seconds.items(), key=lambda item: -item[1])[:slowest]
+    by_group = sorted(groups.items(), key=lambda item: -item[1][1])
+    return [f"ctest: time: {wall:.0f} s of wall time for {total:.0f} s of tests{at_once}",
+            "ctest: slowest: " + ", ".join(f"{name} {s:.1f} s" for name, s in top),
+            "ctest: by group: " + ", ".join(f"{g} {s:.0f} s ({n})" for g, (n, s) in by_group)]
+
+
 def summarize(junit_text: str) -> str:
-    """One or more lines; the last says how many tests were skipped and why."""
+    """Lines on time, then one or more on skips; the last says how many tests were skipped and why."""
     suite = ET.fromstring(junit_text)
+    timing = time_lines(suite)
     cases = suite.iter("testcase")
     total, reasons = 0, Counter()
     for case in cases:
@@ -45,10 +85,11 @@ def summarize(junit_text: str) -> str:
         reasons[why or f"no reason printed ({case.find('skipped').get('message', 'skip exit code')})"] += 1
     skipped = sum(reasons.values())
     if skipped == 0:
-        return f"ctest: none of the {total} tests was skipped: every GPU test ran on this machine's GPU."
+        return "\n".join(timing + [f"ctest: none of the {total} tests was skipped: every GPU test ran on this "
+                                    "machine's GPU."])
     gpu = {why: n for why, n in reasons.items() if _GPU_WORDS.search(why)}
     other = {why: n for why, n in reasons.items() if why not in gpu}
-    lines = [f"ctest: {n} skipped: {why}" for why, n in sorted(other.items())]
+    lines = timing + [f"ctest: {n} skipped: {why}" for why, n in sorted(other.items())]
     if gpu:
         why = "; ".join(f"{w} ({n})" if len(gpu) > 1 else w for w, n in sorted(gpu.items()))
         lines.append(f"ctest: {sum(gpu.values())} of {total} tests skipped because they need an NVIDIA GPU and "
@@ -69,7 +110,7 @@ def main(argv) -> int:
     try:
         print(summarize(report.read_text(errors="replace")))
     except ET.ParseError as error:
-        print(f"ctest: could not read {report} to count skipped tests: {error}")
+        print(f"ctest: could not read {report} for times and skipped tests: {error}")
     return 0
 
 

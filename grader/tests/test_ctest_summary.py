@@ -1,4 +1,5 @@
-"""The last line of the test workflow (tools/ctest_summary.py): how many tests were skipped, why."""
+"""The last lines of the test workflow (tools/ctest_summary.py): where the time went, how many tests
+were skipped and why."""
 import sys
 import unittest
 from pathlib import Path
@@ -29,7 +30,31 @@ def junit(*cases):
     return f'<testsuite tests="{len(cases)}">{"".join(body)}</testsuite>'
 
 
+def timed_junit(wall, cases):
+    body = "".join(f'<testcase name="{name}" time="{seconds}" status="run"><system-out>ok</system-out></testcase>'
+                   for name, seconds in cases)
+    return f'<testsuite tests="{len(cases)}" time="{wall}">{body}</testsuite>'
+
+
 class CtestSummaryTest(unittest.TestCase):
+    def test_time_lines_give_wall_time_slowest_tests_and_groups(self):
+        text = ctest_summary.summarize(timed_junit(100, [
+            ("grader.e2e.solutions_score_full_marks", "95.5"), ("grader.e2e.broken_a_is_caught", "20"),
+            ("grader.driver.test_runner", "2"), ("common.PinnedBuffer is host memory", "0.5"),
+            ("lessons.01_vector_add.example_add", "1.5"), ("grader.07_monte_carlo.lesson 07: edges. again", "1")]))
+        lines = text.splitlines()
+        self.assertEqual(len(lines), 4)
+        self.assertEqual(lines[0], "ctest: time: 100 s of wall time for 120 s of tests (1.2 at a time on average)")
+        self.assertTrue(lines[1].startswith("ctest: slowest: grader.e2e.solutions_score_full_marks 95.5 s, "
+                                            "grader.e2e.broken_a_is_caught 20.0 s, grader.driver.test_runner 2.0 s"))
+        self.assertEqual(lines[2], "ctest: by group: grader.e2e 116 s (2), grader.driver 2 s (1), lessons 2 s (1), "
+                                   "grader.07_monte_carlo 1 s (1), common 0 s (1)")
+        self.assertIn("none of the 6 tests was skipped", lines[3])
+
+    def test_a_report_without_times_gives_no_time_lines(self):
+        self.assertEqual(ctest_summary.time_lines(ctest_summary.ET.fromstring(junit(("a", False, "")))), [])
+
+
     def test_gpu_skips_of_every_kind_become_one_line_with_their_reason(self):
         text = ctest_summary.summarize(junit(("a", True, CATCH2_SKIP), ("b", True, EXAMPLE_SKIP),
                                              ("c", True, GRADE_SKIP), ("e", True, SWEEP_SKIP),

@@ -2,6 +2,8 @@
 CUDA 12.4 through the project's own script, and the lessons' code blocks, the README's lesson
 table and the hint catalogue (grader/README.md and each lesson's "When the grader says no") are
 generated from their sources."""
+import json
+import os
 import re
 import subprocess
 import sys
@@ -97,6 +99,56 @@ class ProjectTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, out)
         self.assertIn("apt-get install", out)
         self.assertIn("python3-matplotlib", out)
+
+    def slots_for(self, smi_output, smi_status=0, **definitions):
+        """The slots cmake/GpuTestSlots.cmake writes where nvidia-smi prints smi_output and exits
+        with smi_status, and what it said (None and what it said, where it stopped with an error)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            smi = Path(tmp) / "nvidia-smi"  # named to the function, so no real one is asked
+            smi.write_text(f"#!/bin/sh\nprintf '%s' '{smi_output}'\nexit {smi_status}\n")
+            smi.chmod(0o755)
+            script = Path(tmp) / "slots.cmake"
+            spec = Path(tmp) / "slots.json"
+            script.write_text(f'include("{ROOT}/cmake/GpuTestSlots.cmake")\n'
+                              f'workbook_write_gpu_test_slots("{spec}")\n')
+            args = [f"-DWORKBOOK_NVIDIA_SMI={smi}"] + [f"-D{k}={v}" for k, v in definitions.items()]
+            result = subprocess.run(["cmake", *args, "-P", str(script)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT)
+            said = result.stdout.decode()
+            if result.returncode != 0:
+                return None, said
+            local = json.loads(spec.read_text())["local"]
+            self.assertEqual(len(local[0]["gpus"]), 1)
+            return local[0]["gpus"][0]["slots"], said
+
+    def test_gpu_test_slots_follow_the_gpus_memory_and_the_cores(self):
+        half_the_cores = (os.cpu_count() or 1) // 2
+        for mib in (81559, 143771, 23028, 15360):  # H100, H200, A10, T4
+            slots, said = self.slots_for(f"{mib}\n{mib}\n")  # two GPUs: the first counts
+            self.assertEqual(slots, max(2, min(8, mib // 8192, half_the_cores)), said)
+            self.assertIn(f"{mib} MiB", said)
+        for no_gpu, status in (("NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver", 9),
+                               ("No devices were found\n", 6)):
+            slots, said = self.slots_for(no_gpu, status)
+            self.assertEqual(slots, 8, said)
+            self.assertIn("no GPU visible", said)
+        self.assertEqual(self.slots_for("81559\n", WORKBOOK_GPU_TEST_SLOTS=3)[0], 3)
+        for bad in ("1", "x"):
+            slots, said = self.slots_for("81559\n", WORKBOOK_GPU_TEST_SLOTS=bad)
+            self.assertIsNone(slots)
+            self.assertIn("2 or more", said)
+
+    def test_the_test_preset_runs_gradings_side_by_side_in_the_slots_the_configure_writes(self):
+        presets = json.loads((ROOT / "CMakePresets.json").read_text())
+        configure = next(p for p in presets["configurePresets"] if p["name"] == "test")
+        test = next(p for p in presets["testPresets"] if p["name"] == "test")
+        self.assertEqual(test["execution"]["resourceSpecFile"], configure["binaryDir"] + "/gpu_test_slots.json")
+        self.assertGreaterEqual(test["execution"]["jobs"], 8, "room for 8 gradings beside the host tests")
+        top = (ROOT / "CMakeLists.txt").read_text()
+        self.assertIn("workbook_write_gpu_test_slots(${CMAKE_BINARY_DIR}/gpu_test_slots.json)", top)
+        tests = (ROOT / "grader" / "tests" / "CMakeLists.txt").read_text()
+        self.assertIn("set_tests_properties(${e2e_tests} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 RESOURCE_GROUPS gpus:1)",
+                      tests)
 
     def test_lesson_code_blocks_match_their_sources(self):
         result = subprocess.run([sys.executable, str(ROOT / "tools" / "snippets.py"), "--check"],

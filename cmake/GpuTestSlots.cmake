@@ -1,0 +1,56 @@
+# How many of the project's GPU gradings may run side by side: ctest's resource spec, which the
+# test preset names (CMakePresets.json, resourceSpecFile). Each end-to-end grading asks for one
+# slot of the resource "gpus" (RESOURCE_GROUPS gpus:1, grader/tests/CMakeLists.txt), so ctest
+# runs at most this many at once while the preset's jobs let the host tests fill the rest.
+#
+# Side by side is safe for the verdicts: ./grade's per-GPU lock (grader/driver/gpu_lock.py) lets
+# correctness phases share the GPU and gives every timed phase the GPU alone. What limits the
+# count is memory and cores: a grading's correctness phase holds up to a few GiB of the GPU's
+# memory (lesson 04's 2^28-float inputs), and compute-sanitizer's tools run several processes on
+# the host. So one slot per 8 GiB of the first GPU's memory and per 2 cores, at most 8 and at
+# least 2 (two tests grade two submissions at once): an H100 or H200 with 16 cores gets 8, an
+# A10 (24 GB) or a T4 (16 GB) 2. Without a GPU every GPU test skips at once, so the count does
+# not matter there: 8.
+#
+# WORKBOOK_GPU_TEST_SLOTS, when set, is the count (at least 2).
+function(workbook_write_gpu_test_slots file)
+  set(slots 8)
+  set(why "no GPU visible: GPU tests skip")
+  if(DEFINED WORKBOOK_GPU_TEST_SLOTS)
+    set(slots ${WORKBOOK_GPU_TEST_SLOTS})
+    set(why "WORKBOOK_GPU_TEST_SLOTS")
+    if(NOT slots MATCHES "^[0-9]+$" OR slots LESS 2)
+      message(FATAL_ERROR "WORKBOOK_GPU_TEST_SLOTS is '${slots}': give a whole number of gradings, 2 or more "
+                          "(for example -DWORKBOOK_GPU_TEST_SLOTS=4; two tests grade two at once), or leave it "
+                          "out to have it chosen from the GPU's memory and the cores.")
+    endif()
+  else()
+    find_program(WORKBOOK_NVIDIA_SMI nvidia-smi)
+    if(WORKBOOK_NVIDIA_SMI)
+      execute_process(
+        COMMAND "${WORKBOOK_NVIDIA_SMI}" --query-gpu=memory.total --format=csv,noheader,nounits
+        OUTPUT_VARIABLE memory_mib
+        RESULT_VARIABLE smi_result
+        ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+      if(smi_result EQUAL 0 AND memory_mib MATCHES "^([0-9]+)")
+        set(memory_mib ${CMAKE_MATCH_1})
+        cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
+        math(EXPR by_memory "${memory_mib} / 8192")
+        math(EXPR by_cores "${cores} / 2")
+        set(slots 8)
+        foreach(limit IN ITEMS ${by_memory} ${by_cores})
+          if(limit LESS slots)
+            set(slots ${limit})
+          endif()
+        endforeach()
+        if(slots LESS 2)  # two tests grade two at once (concurrent gradings, the class)
+          set(slots 2)
+        endif()
+        set(why "${memory_mib} MiB of GPU memory, ${cores} cores")
+      endif()
+    endif()
+  endif()
+  file(WRITE "${file}"
+    "{\"version\": {\"major\": 1, \"minor\": 0}, \"local\": [{\"gpus\": [{\"id\": \"0\", \"slots\": ${slots}}]}]}\n")
+  message(STATUS "GPU gradings side by side in the project's tests: ${slots} (${why})")
+endfunction()
