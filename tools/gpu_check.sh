@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The whole check on a GPU machine, in stages that each fit one device call (10 minutes):
+# The whole check on a GPU machine. With no stage named: build, suite, summary, which is
+# `cmake --workflow --preset test` (every test, the gradings side by side in the GPU's slots,
+# cmake/GpuTestSlots.cmake) with its logs kept and summarised. Stages:
 #
 #   tools/gpu_check.sh build            configure and build everything (the test preset)
+#   tools/gpu_check.sh suite            every ctest test, as the test preset runs them; its last
+#                                       lines say where the time went (tools/ctest_summary.py)
 #   tools/gpu_check.sh tests            every ctest test but the end-to-end gradings
 #   tools/gpu_check.sh e2e REGEX        the end-to-end gradings whose ctest name matches REGEX
 #   tools/gpu_check.sh sanitize         ./grade --sanitize on the solutions and two broken variants
@@ -35,6 +39,14 @@ stage_build() {
   { cmake --preset test && cmake --build build/test; } > "$logs/build.log" 2>&1
   echo "build: exit $?" | tee -a "$logs/stages.txt"
   grep -E "error|warning:" "$logs/build.log" | head -20
+}
+
+stage_suite() {
+  # The test preset's own jobs and GPU slots; -V keeps each test's output (the summary reads it).
+  ctest --preset test -V > "$logs/suite.log" 2>&1
+  echo "suite: exit $?, $(grep -E 'tests passed' "$logs/suite.log")" | tee -a "$logs/stages.txt"
+  grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/suite.log"
+  grep -E "^ctest: " "$logs/suite.log" | tee -a "$logs/stages.txt"
 }
 
 stage_tests() {
@@ -124,7 +136,7 @@ stage_summary() {
     # The scoreboards of the reference, the untouched exercises and the plain student, as the
     # e2e tests graded them (ctest -V keeps each test's output).
     for test in solutions_score_full_marks untouched_exercises_score_zero students_plain_scores_full_marks; do
-      for file in "$logs"/e2e_*.log; do
+      for file in "$logs"/e2e_*.log "$logs"/suite.log; do
         [ -f "$file" ] || continue
         n=$(grep -oE "Start +[0-9]+: grader\.e2e\.$test\b" "$file" | grep -oE "[0-9]+" | head -1)
         [ -n "$n" ] || continue
@@ -134,7 +146,7 @@ stage_summary() {
     echo "hints printed by the broken variants:"
     # ctest -V prefixes each line of a test's output with its number ("158: ..."), and side by side
     # the tests' lines interleave: pair each hint with its test by that number.
-    cat "$logs"/e2e_*.log 2>/dev/null |
+    cat "$logs"/e2e_*.log "$logs"/suite.log 2>/dev/null |
       awk 'match($0, /Start +[0-9]+: grader\.e2e\.broken_[a-z_0-9]+_is_caught/) {
              split(substr($0, RSTART, RLENGTH), f, /: /); sub(/Start +/, "", f[1])
              name = f[2]; sub(/grader\.e2e\.broken_/, "", name); sub(/_is_caught/, "", name); test[f[1]] = name; next }
@@ -160,12 +172,13 @@ stage_stats() {
   grep -E "^seed [0-9]+: FAILED" "$logs/stats.log" | head -5
 }
 
-[ $# -gt 0 ] || set -- build tests e2e . sanitize summary
+[ $# -gt 0 ] || set -- build suite summary
 while [ $# -gt 0 ]; do
   stage=$1
   shift
   case $stage in
     build) stage_build ;;
+    suite) stage_suite ;;
     tests) stage_tests ;;
     e2e) stage_e2e "${1:-.}"; shift ;;
     sanitize) stage_sanitize ;;
@@ -173,7 +186,7 @@ while [ $# -gt 0 ]; do
     ncu) stage_ncu ;;
     stats) stage_stats "${1:-100}"; shift ;;
     summary) stage_summary ;;
-    *) echo "gpu_check.sh: unknown stage '$stage' (build, tests, e2e REGEX, sanitize, cost, ncu, stats N, summary)" >&2
+    *) echo "gpu_check.sh: unknown stage '$stage' (build, suite, tests, e2e REGEX, sanitize, cost, ncu, stats N, summary)" >&2
        exit 2 ;;
   esac
 done
