@@ -451,6 +451,9 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
     results.json), per lesson and for the class, and what the timing cache reused."""
     phases: Dict[str, float] = {}
     by_lesson: Dict[str, Dict[str, float]] = {}
+    details: Dict[str, float] = {}
+    details_by_lesson: Dict[str, Dict[str, float]] = {}
+    lock: Dict[str, float] = {}
     seconds = []
     for name in names:
         record = read_json(paths.result(name))
@@ -460,16 +463,25 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
         # left out of the sums, never a reason for the class's summary not to appear.
         results = read_json(paths.feedback(name) / "results.json")
         extra = results.get("extra_data") if isinstance(results, dict) else None
-        walls = extra.get("wall_s") if isinstance(extra, dict) else None
-        for slug, wall in (walls.items() if isinstance(walls, dict) else []):
-            if not isinstance(wall, dict):
-                continue
-            for phase, value in wall.items():
-                if phase == "total" or not isinstance(value, (int, float)):
+        extra = extra if isinstance(extra, dict) else {}
+        for key, total, per_lesson in (("wall_s", phases, by_lesson), ("wall_detail_s", details, details_by_lesson)):
+            walls = extra.get(key)
+            for slug, wall in (walls.items() if isinstance(walls, dict) else []):
+                if not isinstance(wall, dict):
                     continue
-                phases[phase] = phases.get(phase, 0.0) + float(value)
-                lesson_phases = by_lesson.setdefault(slug, {})
-                lesson_phases[phase] = lesson_phases.get(phase, 0.0) + float(value)
+                for phase, value in wall.items():
+                    if phase == "total" or not _is_seconds(value):
+                        continue
+                    total[phase] = total.get(phase, 0.0) + float(value)
+                    lesson_phases = per_lesson.setdefault(slug, {})
+                    lesson_phases[phase] = lesson_phases.get(phase, 0.0) + float(value)
+        if _is_seconds(extra.get("nvidia_smi_s")):
+            lock["nvidia_smi"] = lock.get("nvidia_smi", 0.0) + float(extra["nvidia_smi_s"])
+        held = extra.get("gpu_lock_s")
+        for mode, spent in (held.items() if isinstance(held, dict) else []):
+            for what, value in (spent.items() if isinstance(spent, dict) else []):
+                if isinstance(mode, str) and isinstance(what, str) and _is_seconds(value):
+                    lock[f"{mode}_{what}"] = lock.get(f"{mode}_{what}", 0.0) + float(value)
     rounded = lambda d: {k: round(v, 1) for k, v in sorted(d.items())}  # noqa: E731
     time_record = {"gradings": len(seconds), "grading_s_total": round(sum(seconds), 1),
                    "grading_s_median": round(statistics.median(seconds), 1) if seconds else None,
@@ -477,11 +489,26 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
                    "phases_s": rounded(phases), "phases_s_by_lesson": {k: rounded(v) for k, v in sorted(by_lesson.items())},
                    "phases_note": "seconds the grader programs of each phase ran, summed over the class; "
                                   "correctness phases run side by side, timed ones (performance, reference, "
-                                  "counters) alone on their GPU"}
+                                  "counters) alone on their GPU",
+                   "phase_details_s": rounded(details),
+                   "phase_details_s_by_lesson": {k: rounded(v) for k, v in sorted(details_by_lesson.items())},
+                   "phase_details_note": "of the phases' seconds, those inside the test cases (<phase>_in_tests; "
+                                         "the rest is the programs' loading, start and exit)",
+                   "gpu_lock_s": rounded(lock),
+                   "gpu_lock_note": "seconds the gradings waited for their GPU's lock and held it, summed: "
+                                    "exclusive_held is the time the GPUs were given to one grading alone, the "
+                                    "least a class takes on one GPU however many gradings run side by side; "
+                                    "nvidia_smi, the queries of who else was on the GPU made while it was held "
+                                    "alone"}
     if paths.timing_cache.exists():
         from .timing_cache import TimingCache
         time_record["timing_cache"] = TimingCache(paths.timing_cache).summary()
     return time_record
+
+
+def _is_seconds(value) -> bool:
+    """A number of seconds as a results.json written by a grading may hold one (not a flag, not NaN)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and value >= 0
 
 
 def not_gradable_result(name: str, intake: dict, lessons: List[Lesson], seed: int, paths: Paths) -> dict:

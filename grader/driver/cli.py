@@ -13,14 +13,15 @@ import random
 import subprocess
 import sys
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from . import build, counters, gpu_processes, progress, races, sanitizer, skeleton, timing_cache
 from .file_lock import LockError
-from .gpu_lock import GpuLock
+from .gpu_lock import GpuLock, lock_seconds
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
 from .runner import PhaseResult, exit_on_sigterm, run_phase, side_by_side
@@ -193,6 +194,35 @@ def reference_usable(phase: PhaseResult) -> bool:
             and bool(phase.metrics()))
 
 
+@dataclass
+class AloneOnTheGpu:
+    """One hold of the GPU alone (Grader.alone): who else nvidia-smi saw on the GPU as it began,
+    the grader programs run in it, the performance verdicts judged in it and the reference figures
+    measured in it, to be kept when it ends."""
+    before: Optional[list] = None
+    pids: List[int] = field(default_factory=list)
+    verdicts: List[ComponentResult] = field(default_factory=list)
+    figures: List[tuple] = field(default_factory=list)  # (cache key, reference program, metrics, metric)
+
+
+@dataclass
+class LessonCheck:
+    """A lesson's correctness, checked (Grader.check_lesson), waiting for its timed phases."""
+    lesson: Lesson
+    program: str
+    verdicts: Dict[int, ComponentResult] = field(default_factory=dict)
+    wall: Dict[str, float] = field(default_factory=lambda: {"correctness": 0.0, "sanitizer_check": 0.0,
+                                                            "performance": 0.0, "reference": 0.0})
+    # Of the phases' seconds, those inside the test cases (runner.PhaseResult.in_tests_s).
+    in_tests: Dict[str, float] = field(default_factory=lambda: {"correctness": 0.0, "performance": 0.0,
+                                                                "reference": 0.0})
+    seconds: float = 0.0
+
+    def to_time(self, grader: "Grader") -> bool:
+        """Whether any of its tasks is timed (and so needs the GPU alone)."""
+        return any(grader.times(task, self.verdicts[task.id]) for task in self.lesson.tasks)
+
+
 class Grader:
     """Runs the tasks of the chosen lessons and collects their results. Correctness phases
     share the GPU with other gradings; performance phases have it alone (gpu_lock.py).
@@ -201,7 +231,8 @@ class Grader:
     passed, the check of the pass under compute-sanitizer (one process per tool for all of them,
     at the sanitizer mode's small sizes), and for the tasks that failed because the same inputs
     gave different results, one racecheck run each (races.py); then the performance of the tasks
-    still passing."""
+    still passing. Several lessons (grade_lessons): the first two steps of every lesson, then the
+    performance of all of them in one hold of the GPU alone (alone)."""
 
     def __init__(self, args: argparse.Namespace, index: dict, reference: Optional[Dict[str, str]], device: dict,
                  seed: int, tree: str = "", code: Optional["CodeState"] = None):
@@ -213,6 +244,8 @@ class Grader:
         self.gpu_uuid = device.get("uuid")
         self.timing_cache = TimingCache(Path(args.timing_cache)) if getattr(args, "timing_cache", None) else None
         self.gpu = GpuLock.for_device(device, tree, say=self._interrupt)
+        self.nvidia_smi_s = 0.0  # asking nvidia-smi who else is on the GPU, as each hold alone begins and ends
+        self._hold: Optional[AloneOnTheGpu] = None  # the hold of the GPU alone under way (self.alone)
         self._line = ""  # the progress line of the task being graded, so far
         self.sanitizer, why = sanitizer.find_sanitizer(index)
         self.no_sanitizer_why = why  # "" when there is one
@@ -373,15 +406,49 @@ class Grader:
         return {CHECK_CLEAN: "clean", CHECK_FINDING: "FOUND ERRORS", CHECK_TIMED_OUT: "did not finish in time",
                 CHECK_NOT_FINISHED: "did not finish", CHECK_TAMPERED: "REPORT TAMPERED"}[outcome.outcome]
 
-    def _timed(self, program: str, lesson: Lesson, task) -> Tuple[PhaseResult, Optional[PhaseResult], list]:
-        """The task's performance test, then the reference's, alone on the GPU; and the other
-        processes nvidia-smi saw on the GPU just before and just after them."""
+    @contextmanager
+    def alone(self) -> Iterator["AloneOnTheGpu"]:
+        """The GPU alone, for the timed phases inside (the per-GPU lock, exclusive), and who else
+        nvidia-smi saw on the GPU as the hold began and ended. Inside a hold, the hold itself: a
+        grading takes the GPU alone once for all its timed phases (grade_lessons), so other gradings
+        wait for it, and it for theirs, once, not at every task. When the hold ends, every
+        performance verdict judged in it names the other processes seen (their timings may be low),
+        and the reference figures it measured are kept for the next gradings only when there were
+        none."""
+        if self._hold is not None:
+            yield self._hold
+            return
+        hold = AloneOnTheGpu()
+        with self.gpu.exclusive():
+            self._hold = hold
+            try:
+                hold.before = self._who_else()
+                yield hold
+                after = self._who_else()
+            finally:
+                self._hold = None
+        others = gpu_processes.others([hold.before, after], [os.getpid()] + hold.pids)
+        for performance in hold.verdicts:
+            note_other_processes(performance, others)
+        if self.timing_cache and not others and hold.before is not None and after is not None:
+            for key, ref_program, metrics, metric in hold.figures:
+                self.timing_cache.put(key, ref_program, metrics, metric)
+
+    def _who_else(self):
+        asked = time.monotonic()
+        try:
+            return gpu_processes.compute_apps(self.gpu_uuid)
+        finally:
+            self.nvidia_smi_s += time.monotonic() - asked
+
+    def _timed(self, program: str, lesson: Lesson, task) -> Tuple[PhaseResult, Optional[PhaseResult]]:
+        """The task's performance test, then the reference's (or its figure from the timing cache),
+        alone on the GPU (self.alone)."""
         spec = f"[{task.tag}][perf]"
         ref_program = (self.reference or {}).get(lesson.slug)
         reference = None
         key = TimingCache.key(self.gpu_uuid, f"reference/{lesson.slug}/{task.id}")
-        with self.gpu.exclusive():
-            before = gpu_processes.compute_apps(self.gpu_uuid)
+        with self.alone() as hold:
             phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env)
             kept = self.timing_cache.take(key, ref_program) if self.timing_cache and ref_program else None
             if kept:  # the reference's figure this GPU measured lately (timing_cache.py)
@@ -392,14 +459,11 @@ class Grader:
                                           env=self.env)
                 except FileNotFoundError:  # --no-build on a build that never made it: no comparison then
                     reference = None
-            after = gpu_processes.compute_apps(self.gpu_uuid)
-        ours = [os.getpid()] + [p.pid for p in (phase, reference) if p and p.pid]
-        others = gpu_processes.others([before, after], ours)
-        # A reference timed while something else used the GPU is not kept for the next gradings.
-        if (self.timing_cache and not kept and reference is not None and reference_usable(reference)
-                and not others and before is not None and after is not None):
-            self.timing_cache.put(key, ref_program, reference.metrics(), task.perf_metric)
-        return phase, reference, others
+            hold.pids += [p.pid for p in (phase, reference) if p and p.pid]
+            # Kept for the next gradings when the hold ends, if nothing else used the GPU meanwhile.
+            if self.timing_cache and not kept and reference is not None and reference_usable(reference):
+                hold.figures.append((key, ref_program, reference.metrics(), task.perf_metric))
+        return phase, reference
 
     def _counters(self, program: str, lesson: Lesson, task, performance: ComponentResult,
                   wall: Dict[str, float], short: bool = True) -> None:
@@ -412,7 +476,7 @@ class Grader:
             return
         self._say("profiling, ")
         metrics = performance.metrics
-        with self.gpu.exclusive():
+        with self.alone():
             lines, elapsed_s = counters.profile(run_phase, program, f"[{task.tag}][perf]", ncu=self.ncu,
                                                 seed=self.seed, timeout_s=self._timeout(lesson) * counters.PROFILE_SLOWDOWN,
                                                 env=self.env, least_bytes=metrics[counters.PROFILED_BYTES],
@@ -437,10 +501,30 @@ class Grader:
         if note not in self.notes:
             self.notes.append(note)
 
+    def times(self, task, correctness: ComponentResult) -> bool:
+        """Whether a task with this correctness verdict is timed in this run."""
+        return bool(task.performance_points and correctness.passed and not self.args.sanitize
+                    and not self.args.no_timing)
+
+    def grade_lessons(self, work: List[Tuple[Lesson, Optional[str], Optional[LessonResult]]]) -> List[LessonResult]:
+        """Grades each (lesson, program) of `work`, or takes the result already given for it (a
+        lesson that cannot be graded): every lesson's correctness first, side by side with other
+        gradings, then every timed phase in one hold alone on the GPU (self.alone)."""
+        checked = [(given, None if given else self.check_lesson(lesson, program)) for lesson, program, given in work]
+        with self.alone() if any(c and c.to_time(self) for _, c in checked) else nullcontext():
+            return [given or self.time_lesson(check) for given, check in checked]
+
     def grade_lesson(self, lesson: Lesson, program: str) -> LessonResult:
+        """One lesson: its correctness, then its timed phases alone on the GPU."""
+        return self.grade_lessons([(lesson, program, None)])[0]
+
+    def check_lesson(self, lesson: Lesson, program: str) -> "LessonCheck":
+        """A lesson's correctness: every task's tests, the check of its passes under compute-sanitizer,
+        and racecheck for results that differ between runs."""
+        check = LessonCheck(lesson, program)
         started = time.monotonic()
-        wall = {"correctness": 0.0, "sanitizer_check": 0.0, "performance": 0.0, "reference": 0.0}
-        verdicts: Dict[int, ComponentResult] = {}
+        wall, in_tests = check.wall, check.in_tests
+        verdicts: Dict[int, ComponentResult] = check.verdicts
         elapsed: Dict[int, float] = {}
         for task in lesson.tasks:
             self._say(f"  {lesson.slug} task {task.id}: ")
@@ -448,6 +532,7 @@ class Grader:
             phase = self._correctness(program, lesson, task)
             elapsed[task.id] = phase.elapsed_s
             wall["correctness"] += phase.elapsed_s
+            in_tests["correctness"] += phase.in_tests_s
             verdicts[task.id] = judge_correctness(task, phase, lesson.slug, *code)
             self._say(f"correctness {STATUS_LABELS[verdicts[task.id].status]}")
             self._end_line()
@@ -467,39 +552,50 @@ class Grader:
                 if races.results_differ(verdicts[task.id]):
                     verdicts[task.id] = self._results_differ(program, lesson, task, verdicts[task.id],
                                                              elapsed[task.id], wall)
+        check.seconds = time.monotonic() - started
+        return check
 
+    def time_lesson(self, check: "LessonCheck") -> LessonResult:
+        """A checked lesson's timed phases, in a hold alone on the GPU (the caller's, or one of its
+        own), and its results."""
+        lesson, program, verdicts, wall, in_tests = check.lesson, check.program, check.verdicts, check.wall, check.in_tests
+        started = time.monotonic()
         results = []
-        for task in lesson.tasks:
-            correctness = verdicts[task.id]
-            perf_phase = reference_phase = again = None
-            others: list = []
-            if task.performance_points and correctness.passed and not self.args.sanitize and not self.args.no_timing:
-                self._say(f"  {lesson.slug} task {task.id}: ")
-                perf_phase, reference_phase, others = self._timed(program, lesson, task)
-                timed = [perf_phase, reference_phase]
-                if measure_again(task, perf_phase):  # timing noise must not decide the verdict
-                    self._say("below the threshold: measuring again, ")
-                    second, second_reference, more = self._timed(program, lesson, task)
-                    again = (second, second_reference)
-                    timed += [second, second_reference]
-                    others = gpu_processes.others([others, more], [])
-                wall["performance"] += sum(p.elapsed_s for p in timed[0::2] if p)
-                wall["reference"] += sum(p.elapsed_s for p in timed[1::2] if p)
-            performance = judge_performance(task, correctness, perf_phase, lesson.slug, reference_phase, again)
-            note_other_processes(performance, others)
-            short = fell_short(task, performance)
-            if (self.profile_short and counters_wanted(task, performance) and counters.PROFILED_BYTES in performance.metrics
-                    and (short or self.profile_passes)):
-                self._counters(program, lesson, task, performance, wall, short=short)
-            elif self.profile_short and not self.profile_passes and counters_wanted(task, performance) and not short:
-                self._no_counters(performance, False, "they are left out where the task passed "
-                                                      "(--counters-when-short; ./grade alone shows them)")
-            if perf_phase is not None and performance:
-                self._say(f"performance {STATUS_LABELS[performance.status]}")
-                self._end_line()
-            results.append(TaskResult(task, correctness, performance))
-        wall["total"] = time.monotonic() - started
-        return LessonResult(lesson, results, {k: round(v, 2) for k, v in wall.items()})
+        with self.alone() if check.to_time(self) else nullcontext() as hold:
+            for task in lesson.tasks:
+                correctness = verdicts[task.id]
+                perf_phase = reference_phase = again = None
+                if self.times(task, correctness):
+                    self._say(f"  {lesson.slug} task {task.id}: ")
+                    perf_phase, reference_phase = self._timed(program, lesson, task)
+                    timed = [perf_phase, reference_phase]
+                    if measure_again(task, perf_phase):  # timing noise must not decide the verdict
+                        self._say("below the threshold: measuring again, ")
+                        second, second_reference = self._timed(program, lesson, task)
+                        again = (second, second_reference)
+                        timed += [second, second_reference]
+                    wall["performance"] += sum(p.elapsed_s for p in timed[0::2] if p)
+                    wall["reference"] += sum(p.elapsed_s for p in timed[1::2] if p)
+                    in_tests["performance"] += sum(p.in_tests_s for p in timed[0::2] if p)
+                    in_tests["reference"] += sum(p.in_tests_s for p in timed[1::2] if p)
+                performance = judge_performance(task, correctness, perf_phase, lesson.slug, reference_phase, again)
+                if hold is not None and perf_phase is not None and performance is not None:
+                    hold.verdicts.append(performance)  # names who else was on the GPU when the hold ends
+                short = fell_short(task, performance)
+                if (self.profile_short and counters_wanted(task, performance) and counters.PROFILED_BYTES in performance.metrics
+                        and (short or self.profile_passes)):
+                    self._counters(program, lesson, task, performance, wall, short=short)
+                elif self.profile_short and not self.profile_passes and counters_wanted(task, performance) and not short:
+                    self._no_counters(performance, False, "they are left out where the task passed "
+                                                          "(--counters-when-short; ./grade alone shows them)")
+                if perf_phase is not None and performance:
+                    self._say(f"performance {STATUS_LABELS[performance.status]}")
+                    self._end_line()
+                results.append(TaskResult(task, correctness, performance))
+        wall["total"] = check.seconds + time.monotonic() - started
+        detail = {f"{k}_in_tests": v for k, v in in_tests.items()}
+        return LessonResult(lesson, results, {k: round(v, 2) for k, v in wall.items()},
+                            {k: round(v, 2) for k, v in detail.items()})
 
 
 class CodeState:
@@ -736,11 +832,14 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
     grader = Grader(args, index, reference, device, seed, tree, code=CodeState(root, tree_dir))
     for note in grader.notes:
         print(note, flush=True)
-    lesson_results = [cannot_grade(lesson, tree_dir, programs, compile_failures)
-                      or grader.grade_lesson(lesson, programs[lesson.slug]) for lesson in lessons]
+    # Every lesson's correctness, then all the timed phases in one hold of the GPU alone.
+    lesson_results = grader.grade_lessons([(lesson, programs.get(lesson.slug),
+                                            cannot_grade(lesson, tree_dir, programs, compile_failures))
+                                           for lesson in lessons])
 
     run = GradeRun(tree=str(tree_dir), seed=seed, device=device, lessons=lesson_results, sanitize=args.sanitize,
-                   notes=grader.notes)
+                   notes=grader.notes, nvidia_smi_s=round(grader.nvidia_smi_s, 2),
+                   gpu_lock_s={mode: {k: round(v, 2) for k, v in spent.items()} for mode, spent in lock_seconds().items()})
     print()
     print(format_scoreboard(run))
     for line in remember(root, tree_dir, run, args.results):

@@ -42,6 +42,15 @@ _FLOCK = {SHARED: fcntl.LOCK_SH, EXCLUSIVE: fcntl.LOCK_EX}
 LOCK_DIR_ENV = "WORKBOOK_LOCK_DIR"
 LOCK_LOG_ENV = "WORKBOOK_LOCK_LOG"
 _held: Dict[str, str] = {}  # lock file -> the mode this process holds it in (whichever GpuLock took it)
+# Seconds this process waited for each mode and held it (every GpuLock together): where a grading's
+# time went, and how much of it had the GPU alone (class.json's "time", class_grading.py).
+_seconds: Dict[str, Dict[str, float]] = {SHARED: {"waited": 0.0, "held": 0.0}, EXCLUSIVE: {"waited": 0.0, "held": 0.0}}
+
+
+def lock_seconds() -> Dict[str, Dict[str, float]]:
+    """{"shared": {"waited": s, "held": s}, "exclusive": {...}}: the seconds this process waited
+    for the GPU lock and held it, in each mode, so far."""
+    return {{SHARED: "shared", EXCLUSIVE: "exclusive"}[mode]: dict(spent) for mode, spent in _seconds.items()}
 
 
 def gpu_id(device: dict) -> str:
@@ -121,6 +130,7 @@ class GpuLock:
             raise file_lock.LockError(f"cannot create the lock file {self.path} ({e.strerror}). Set "
                                       f"{LOCK_DIR_ENV} to a directory that every grading on this machine can "
                                       "write.") from e
+        asked = time.monotonic()
         gate = file_lock.open_shared_file(self.gate)
         try:
             waited = file_lock.acquire(gate, fcntl.LOCK_EX, self.why_waiting, self.say)
@@ -133,6 +143,8 @@ class GpuLock:
         finally:
             os.close(gate)  # the next waiter's turn
         _held[str(self.path)] = mode
+        taken = time.monotonic()
+        _seconds[mode]["waited"] += taken - asked
         if mode == EXCLUSIVE:
             file_lock.write_holder(self.holder, {"pid": os.getpid(), "user": _user(), "tree": self.tree,
                                                  "program": file_lock.program_name(),
@@ -142,6 +154,7 @@ class GpuLock:
             yield
         finally:
             _log("release", mode)
+            _seconds[mode]["held"] += time.monotonic() - taken
             if mode == EXCLUSIVE:
                 file_lock.clear_holder(self.holder)
             _held.pop(str(self.path), None)

@@ -111,8 +111,12 @@ def gradescope_results(run: GradeRun) -> dict:
         "stdout_visibility": "visible",
         "tests": tests,
         # Seconds each lesson's grading took, by phase (cli.Grader.grade_lesson): what the check of the
-        # passes under compute-sanitizer costs against the rest.
-        "extra_data": {"wall_s": {l.lesson.slug: l.wall_s for l in run.lessons if l.wall_s}},
+        # passes under compute-sanitizer costs against the rest; where some of them went
+        # (wall_detail_s); and the run's waits for the GPU lock and its holds (gpu_lock_s), with the
+        # seconds its nvidia-smi queries took while it held the GPU alone.
+        "extra_data": {"wall_s": {l.lesson.slug: l.wall_s for l in run.lessons if l.wall_s},
+                       "wall_detail_s": {l.lesson.slug: l.wall_detail_s for l in run.lessons if l.wall_detail_s},
+                       **({"gpu_lock_s": run.gpu_lock_s, "nvidia_smi_s": run.nvidia_smi_s} if run.gpu_lock_s else {})},
     }
 
 

@@ -39,6 +39,10 @@ class PhaseResult:
     sanitizer_findings: List[str] = field(default_factory=list)
     sanitizer_reports: List[SanitizerReport] = field(default_factory=list)  # the first errors, read apart
     elapsed_s: float = 0.0
+    # Of elapsed_s, the seconds between the test cases' start and end records (by the program's
+    # own clock): the rest is the program's loading, its start before the first test and its exit.
+    # The first CUDA call's context creation falls inside the first test.
+    in_tests_s: float = 0.0
     pid: Optional[int] = None  # of the grader program (nvidia-smi lists it while it runs)
     # The GPU waits the tests reported (grader::synchronize): how long each finished one took,
     # and the one still open when the program ended, as (what it waited for, seconds since the
@@ -110,6 +114,12 @@ def _shown(line: bytes) -> str:
     return line.decode("utf-8", errors="replace")[:300]
 
 
+def _seconds(record: dict) -> Optional[float]:
+    """A record's time ("t": seconds since the program started), if it has a usable one."""
+    t = record.get("t")
+    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
+
+
 def parse_records(text: Union[str, bytes], result: PhaseResult, key: Optional[str] = None) -> None:
     """Fills result.records, unfinished_test and fatal_signal from the report file's lines. With
     a key, only lines that verify, in sequence, count; the others are counted as forged, except
@@ -117,6 +127,7 @@ def parse_records(text: Union[str, bytes], result: PhaseResult, key: Optional[st
     last record counts as forged."""
     data = text.encode("utf-8") if isinstance(text, str) else text
     open_test = None
+    started_at: Optional[float] = None
     lines = data.split(b"\n")
     complete = lines[:-1]  # every line the program finished writing ends with a newline
     cut_short = lines[-1]
@@ -156,9 +167,13 @@ def parse_records(text: Union[str, bytes], result: PhaseResult, key: Optional[st
             result.open_wait = None
         elif event == "start":
             open_test = record.get("test")
+            started_at = _seconds(record)
         elif event == "end":
             result.records.append(record)
-            open_test = None
+            ended_at = _seconds(record)
+            if started_at is not None and ended_at is not None and ended_at >= started_at:
+                result.in_tests_s += ended_at - started_at
+            open_test = started_at = None
         elif event == "fatal":
             result.fatal_signal = "; ".join(record.get("messages", [])) or "a fatal signal"
     if key is not None and cut_short and result.run_completed:

@@ -154,6 +154,9 @@ class LessonResult:
     # Seconds the lesson's grading took, by phase (cli.Grader.grade_lesson): "correctness",
     # "sanitizer_check", "performance", "reference" (the processes' own wall time) and "total".
     wall_s: Dict[str, float] = field(default_factory=dict)
+    # Where some of those seconds went: "correctness_in_tests", "performance_in_tests" and
+    # "reference_in_tests", inside the test cases (the rest is the programs' start and exit).
+    wall_detail_s: Dict[str, float] = field(default_factory=dict)
 
     @property
     def score(self) -> float:
@@ -169,6 +172,10 @@ class GradeRun:
     lessons: List[LessonResult]
     sanitize: bool = False
     notes: List[str] = field(default_factory=list)  # lines about the whole run, under the header
+    # The seconds this run waited for the GPU lock and held it, shared and exclusive
+    # (gpu_lock.lock_seconds): held exclusive is its time alone on the GPU.
+    gpu_lock_s: Dict[str, Dict[str, float]] = field(default_factory=dict)
+    nvidia_smi_s: float = 0.0  # asking nvidia-smi who else was on the GPU, while it was held alone
 
     @property
     def score(self) -> float:

@@ -120,6 +120,8 @@ def verify(out: Path, expected: dict, on_gpu: bool, timed: bool = True) -> list:
     times = json.loads((out / "class.json").read_text()).get("time", {})
     if "phases_s" not in times:
         problems.append(f"class.json has no phase breakdown: {times}")
+    if on_gpu and timed and not times.get("gpu_lock_s", {}).get("exclusive_held"):
+        problems.append(f"class.json does not say how long the GPU was held alone: {times.get('gpu_lock_s')}")
     cache = times.get("timing_cache")
     correct = sum(1 for w in expected.values() if w["status"] == "graded"
                   and any(t.get("performance") == "passed" for l in w.get("lessons", {}).values() for t in l.values()))

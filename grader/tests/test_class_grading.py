@@ -236,9 +236,17 @@ class WhereTheTimeWentTest(Temp):
         walls = {"alice": {"01_vector_add": {"correctness": 1.5, "performance": 2.0, "reference": 2.0, "total": 6},
                            "02_multiply_add": {"correctness": 1.0, "counters": 4.0, "total": 5.0}},
                  "bob": {"01_vector_add": {"correctness": 0.5, "performance": 1.0, "reference": 0.0, "total": 2}}}
+        details = {"alice": {"01_vector_add": {"correctness_in_tests": 1.0, "performance_in_tests": 0.5}},
+                   "bob": {"01_vector_add": {"correctness_in_tests": 0.5, "reference_in_tests": True},  # a flag: left out
+                           "02_multiply_add": {"performance_in_tests": -1.0, "reference_in_tests": 0.5}}}
+        smi = {"alice": 0.3, "bob": "x"}
+        locks = {"alice": {"exclusive": {"waited": 1.0, "held": 4.5}, "shared": {"waited": 0.5, "held": 2.0}},
+                 "bob": {"exclusive": {"waited": 2.0, "held": 1.5}, "shared": "x"}}
         for name, seconds in (("alice", 12.0), ("bob", 4.0)):
             cg.write_json(paths.result(name), {"status": "graded", "points": {}, "seconds": seconds, "seed": 7})
-            cg.write_json(paths.feedback(name) / "results.json", {"tests": [], "extra_data": {"wall_s": walls[name]}})
+            cg.write_json(paths.feedback(name) / "results.json",
+                          {"tests": [], "extra_data": {"wall_s": walls[name], "wall_detail_s": details[name],
+                                                       "gpu_lock_s": locks[name], "nvidia_smi_s": smi[name]}})
         # results.json files of shapes no ./grade writes: left out of the sums
         for name, results in (("carol", {"extra_data": "x"}), ("dave", {"extra_data": {"wall_s": {"01": 3}}}),
                               ("erin", {"extra_data": {"wall_s": {"01": {"correctness": "lots"}}}}), ("fay", [1])):
@@ -264,6 +272,12 @@ class WhereTheTimeWentTest(Temp):
         self.assertEqual(times["phases_s"], {"correctness": 3.0, "counters": 4.0, "performance": 3.0,
                                              "reference": 2.0})
         self.assertEqual(times["phases_s_by_lesson"]["01_vector_add"]["correctness"], 2.0)
+        # Where the phases' seconds went, and the GPU's time alone: numbers of other shapes left out.
+        self.assertEqual(times["phase_details_s"], {"correctness_in_tests": 1.5, "performance_in_tests": 0.5,
+                                                    "reference_in_tests": 0.5})
+        self.assertEqual(times["phase_details_s_by_lesson"]["02_multiply_add"], {"reference_in_tests": 0.5})
+        self.assertEqual(times["gpu_lock_s"], {"exclusive_held": 6.0, "exclusive_waited": 3.0, "nvidia_smi": 0.3,
+                                               "shared_held": 2.0, "shared_waited": 0.5})
 
 
 class InterruptTest(Temp):

@@ -5,6 +5,7 @@ import os
 import re
 import stat
 import tempfile
+import threading
 import time
 import unittest
 from pathlib import Path
@@ -72,6 +73,26 @@ class GpuLockTest(unittest.TestCase):
                          r"one grading at a time\.$")
         writer.finish()
         reader.wait_acquired()
+
+    def test_this_process_counts_its_seconds_waiting_for_and_holding_each_mode(self):
+        before = gpu_lock.lock_seconds()
+        writer = self.start("writer", "EX")
+        writer.wait_acquired()
+        with mock.patch.dict(os.environ, self.env):
+            lock = GpuLock(LOCK_ID, say=lambda line: None)
+            finisher = threading.Timer(0.4, writer.finish)
+            finisher.start()
+            with lock.shared():  # waits until the writer is done
+                time.sleep(0.2)
+            finisher.join()
+            with lock.exclusive():
+                time.sleep(0.1)
+        after = gpu_lock.lock_seconds()
+        spent = {mode: {k: after[mode][k] - before[mode][k] for k in ("waited", "held")} for mode in after}
+        self.assertGreaterEqual(spent["shared"]["waited"], 0.3)
+        self.assertGreaterEqual(spent["shared"]["held"], 0.2)
+        self.assertGreaterEqual(spent["exclusive"]["held"], 0.1)
+        self.assertLess(spent["exclusive"]["waited"], 0.3)
 
     def test_two_timed_phases_take_turns(self):
         first = self.start("first", "EX")

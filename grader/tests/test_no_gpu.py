@@ -61,9 +61,13 @@ class WithGpuTest(unittest.TestCase):
                                                                 "copy_bandwidth_gbps": 1000.0}).encode(), b"")
         graded = []
 
-        def grade_lesson(grader, lesson, program):
-            graded.append((lesson.slug, program))
-            return scoring.lesson_not_gradable(lesson, scoring.PASSED, "correct", "")
+        def grade_lessons(grader, work):  # each (lesson, program, result given), in one call
+            results = []
+            for lesson, program, given in work:
+                if not given:
+                    graded.append((lesson.slug, program))
+                results.append(given or scoring.lesson_not_gradable(lesson, scoring.PASSED, "correct", ""))
+            return results
 
         index = {"trees": {"exercises": {"dir": str(ROOT / "exercises"), "lessons": {
             "01_vector_add": "grade_01", "03_matmul": "grade_03"}}}}
@@ -73,7 +77,7 @@ class WithGpuTest(unittest.TestCase):
                 mock.patch.object(build, "locked", return_value=contextlib.nullcontext()), \
                 mock.patch.object(cli, "build_lessons", return_value={"03_matmul": "error: x"}), \
                 mock.patch.object(cli, "query_device", return_value=device), \
-                mock.patch.object(cli.Grader, "grade_lesson", grade_lesson), \
+                mock.patch.object(cli.Grader, "grade_lessons", grade_lessons), \
                 contextlib.redirect_stdout(io.StringIO()):
             code = cli.main(["--results", d, "01", "02", "03"], root=ROOT)
             results = json.loads((Path(d) / "results.json").read_text())

@@ -181,14 +181,15 @@ class GraderPerformanceTest(unittest.TestCase):
         self.tmp.cleanup()
 
     def grade(self, *values, the_lesson=None, ncu=(None, "no ncu in this test"), no_counters=False, profiled=True,
-              timing_cache=None, reference="reference", reference_value=1.0, counters_when_short=False):
+              timing_cache=None, reference="reference", reference_value=1.0, counters_when_short=False,
+              lessons=None, no_timing=False):
         """Grades helpers' lesson 01 with the student's performance phase giving `values` in turn;
         `ncu` is what counters.find_ncu finds, and a run under it writes NCU_LOG. `timing_cache`:
         ./grade --timing-cache; the reference's timed phase gives `reference_value`."""
         values = list(values)
         the_lesson = the_lesson or lesson()
         with mock.patch.object(counters, "find_ncu", return_value=ncu):
-            grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None, no_sanitizer_check=True,
+            grader = cli.Grader(Namespace(sanitize=False, no_timing=no_timing, timeout=None, no_sanitizer_check=True,
                                           no_counters=no_counters, timing_cache=timing_cache,
                                           counters_when_short=counters_when_short),
                                 {}, {"01_vector_add": reference},
@@ -202,16 +203,24 @@ class GraderPerformanceTest(unittest.TestCase):
                 Path(wrapper[wrapper.index("--log-file") + 1]).write_text(NCU_LOG)
                 return phase(("passed", [], {}))
             if "~[perf]" in spec:
-                return phase(("passed", [], {}))
+                correct = phase(("passed", [], {}))
+                correct.in_tests_s = 0.25
+                return correct
             result = perf(reference_value) if program == reference else perf(values.pop(0), profiled)
             result.pid = 555 if program == "student" else 556
+            result.in_tests_s = 0.5 if program == "student" else 0.75
             result.run_completed = True
             return result
 
         listed = (contextlib.nullcontext() if self.on_the_gpu == "nvidia-smi"
                   else mock.patch.object(gpu_processes, "compute_apps", return_value=self.on_the_gpu))
         with mock.patch.object(cli, "run_phase", run_phase), contextlib.redirect_stdout(io.StringIO()) as out, listed:
-            result = grader.grade_lesson(the_lesson, "student")
+            if lessons:  # as ./grade grades several lessons (cli.main)
+                self.lesson_results = grader.grade_lessons([(each, "student", None) for each in lessons])
+                result = self.lesson_results[0]
+            else:
+                result = grader.grade_lesson(the_lesson, "student")
+        self.lesson_result = result
         self.output = out.getvalue()
         self.notes = grader.notes
         return result.tasks[0].performance
@@ -223,6 +232,50 @@ class GraderPerformanceTest(unittest.TestCase):
         self.grade(0.70)
         self.assertEqual([held for _, spec, held in self.runs if "~[perf]" in spec], ["SH", "SH"])
         self.assertEqual(self.timed(), [("student", "EX"), ("reference", "EX")])
+
+    def test_the_lesson_says_how_much_of_its_phases_was_inside_the_tests(self):
+        self.on_the_gpu = []
+        spent_before = gpu_lock.lock_seconds()["exclusive"]["held"]
+        self.grade(0.70)
+        detail = self.lesson_result.wall_detail_s
+        correctness_runs = sum(1 for _, spec, _ in self.runs if "~[perf]" in spec)
+        self.assertEqual(detail["correctness_in_tests"], 0.25 * correctness_runs)
+        self.assertEqual((detail["performance_in_tests"], detail["reference_in_tests"]), (0.5, 0.75))
+        # The timed phase held the GPU alone, and this process counted it.
+        self.assertGreater(gpu_lock.lock_seconds()["exclusive"]["held"], spent_before)
+
+    def test_every_lesson_is_checked_before_the_gpu_is_held_alone_once_for_all_timed_phases(self):
+        """One hold alone per grading, not one per task: other gradings wait for it once, and it
+        for their correctness phases once (grader/README.md, "One GPU, many gradings")."""
+        second = lesson()
+        second.slug = "02_multiply_add"
+        log = Path(self.tmp.name) / "locks.log"
+        with mock.patch.dict(os.environ, {gpu_lock.LOCK_LOG_ENV: str(log)}):
+            self.grade(0.70, 0.70, lessons=[lesson(), second])
+        specs = [spec for _, spec, _ in self.runs]
+        self.assertLess(max(i for i, spec in enumerate(specs) if "~[perf]" in spec),
+                        min(i for i, spec in enumerate(specs) if spec == "[task_1][perf]"))
+        # (the stand-in reference is lesson 01's alone)
+        self.assertEqual(self.timed(), [("student", "EX"), ("reference", "EX"), ("student", "EX")])
+        held = [line.split()[:2] for line in log.read_text().splitlines()]
+        self.assertEqual([mode for event, mode in held if event == "acquire"].count("EX"), 1, held)
+        self.assertEqual([len(r.tasks) for r in self.lesson_results], [2, 2])
+        self.assertTrue(all(r.tasks[0].performance.status == "passed" for r in self.lesson_results))
+
+    def test_nothing_to_time_takes_the_gpu_alone_never(self):
+        log = Path(self.tmp.name) / "locks.log"
+        with mock.patch.dict(os.environ, {gpu_lock.LOCK_LOG_ENV: str(log)}):
+            self.grade(lessons=[lesson()], no_timing=True)
+        self.assertNotIn("EX", log.read_text())
+        self.assertEqual(self.timed(), [])
+
+    def test_other_processes_seen_as_the_hold_began_are_named_in_every_verdict_timed_in_it(self):
+        second = lesson()
+        second.slug = "02_multiply_add"
+        self.on_the_gpu = [(777, "python3 train.py")]
+        self.grade(0.70, 0.70, lessons=[lesson(), second])
+        for result in self.lesson_results:
+            self.assertIn("1 other process was using the GPU (pid 777", result.tasks[0].performance.summary)
 
     def test_correctness_that_compares_timings_is_exclusive_too(self):
         timed_lesson = lesson()

@@ -94,6 +94,20 @@ class GradescopeTest(unittest.TestCase):
         for test in results["tests"]:
             self.assertTrue({"name", "score", "max_score", "status", "output"} <= set(test))
 
+    def test_the_run_says_where_its_time_went(self):
+        run = sample_run()
+        self.assertEqual(set(gradescope_results(run)["extra_data"]), {"wall_s", "wall_detail_s"})  # nothing to say
+        run.lessons[0].wall_s = {"correctness": 2.0, "total": 3.0}
+        run.lessons[0].wall_detail_s = {"correctness_in_tests": 1.5}
+        run.gpu_lock_s = {"shared": {"waited": 0.5, "held": 2.0}, "exclusive": {"waited": 0.0, "held": 1.0}}
+        run.nvidia_smi_s = 0.25
+        extra = gradescope_results(run)["extra_data"]
+        slug = run.lessons[0].lesson.slug
+        self.assertEqual(extra["wall_s"], {slug: {"correctness": 2.0, "total": 3.0}})
+        self.assertEqual(extra["wall_detail_s"], {slug: {"correctness_in_tests": 1.5}})
+        self.assertEqual(extra["gpu_lock_s"]["exclusive"]["held"], 1.0)
+        self.assertEqual(extra["nvidia_smi_s"], 0.25)
+
     def test_written_files_parse(self):
         with tempfile.TemporaryDirectory() as d:
             json_path, xml_path = write_reports(sample_run(), d)

@@ -408,6 +408,20 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(r.records, [])
         self.assertEqual(r.unfinished_test, "a")
 
+    def test_the_seconds_inside_the_test_cases_add_up(self):
+        r = PhaseResult()
+        parse_records("\n".join([
+            '{"event": "start", "test": "a", "tags": [], "t": 0.5}',
+            '{"event": "end", "test": "a", "tags": [], "outcome": "passed", "t": 1.25}',
+            '{"event": "start", "test": "b", "tags": [], "t": 1.5}',
+            '{"event": "end", "test": "b", "tags": [], "outcome": "passed", "t": 3.5}',
+            '{"event": "start", "test": "c", "tags": [], "t": 4.0}',  # never ended: not counted
+            '']), r)
+        self.assertEqual(r.in_tests_s, 2.75)
+        untimed = PhaseResult()  # records without a usable time count nothing
+        parse_records('{"event": "start", "test": "a", "t": true}\n{"event": "end", "test": "a", "t": 2}\n', untimed)
+        self.assertEqual(untimed.in_tests_s, 0.0)
+
     def test_gpu_waits_are_timed_and_the_open_one_is_kept(self):
         r = PhaseResult()
         parse_records("\n".join([
