@@ -89,8 +89,10 @@ function(workbook_add_lesson slug)
       target_link_libraries(example_${slug}_${name} PRIVATE lesson_${slug})
     endif()
     if(WORKBOOK_BUILD_TESTS)
-      # Examples quoted in a lesson must run: exit 0, or 77 (skipped) without a GPU.
-      add_test(NAME lessons.${slug}.example_${name} COMMAND example_${slug}_${name})
+      # Examples quoted in a lesson must run: exit 0, or 77 (skipped) without a GPU. Under the GPU
+      # lock, shared, beside the gradings (WORKBOOK_GPU_TEST_LAUNCHER, the top CMakeLists.txt).
+      add_test(NAME lessons.${slug}.example_${name}
+        COMMAND ${WORKBOOK_GPU_TEST_LAUNCHER} $<TARGET_FILE:example_${slug}_${name}>)
       set_tests_properties(lessons.${slug}.example_${name} PROPERTIES SKIP_RETURN_CODE 77)
     endif()
   endforeach()

@@ -3,7 +3,10 @@ side, a timed phase (exclusive) alone; whoever waits says for whom; the files ar
 by every user."""
 import os
 import re
+import signal
 import stat
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -22,7 +25,9 @@ WAITING_FOR_CORRECTNESS = ("Waiting for the GPU: other gradings are running corr
                            "is measured alone, one grading at a time.")
 
 
-class GpuLockTest(unittest.TestCase):
+class LockTestCase(unittest.TestCase):
+    """Real processes contending for the stand-in GPU's lock, in a lock directory of the test's own."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.work = Path(self.tmp.name)
@@ -44,6 +49,8 @@ class GpuLockTest(unittest.TestCase):
         time.sleep(0.3)
         self.assertNotIn("acquired", holder.output)
 
+
+class GpuLockTest(LockTestCase):
     def test_correctness_phases_run_side_by_side(self):
         first = self.start("first", "SH")
         first.wait_acquired()
@@ -161,6 +168,62 @@ class GpuLockTest(unittest.TestCase):
         with mock.patch.dict(os.environ, self.env):
             self.assertEqual(GpuLock.for_device({"name": "NVIDIA H200"}).path.name,
                              "cuda-workbook-gpu-NVIDIA_H200-0.lock")
+
+
+LAUNCHER = Path(__file__).resolve().parent / "with_gpu_lock.py"
+
+
+class WithGpuLockTest(LockTestCase):
+    """with_gpu_lock.py, through which ctest runs the GPU tests that are not gradings."""
+
+    def device_info(self, uuid=None):
+        """A stand-in workbook_device_info: describes a GPU named `uuid`, or finds none (exit 3)."""
+        script = self.work / "device_info"
+        body = f"print('{{\"name\": \"Test GPU\", \"uuid\": \"{uuid}\"}}')" if uuid else "import sys; sys.exit(3)"
+        script.write_text(f"#!{sys.executable}\n{body}\n")
+        script.chmod(0o755)
+        return str(script)
+
+    def launch(self, device_info, *command):
+        return subprocess.Popen([sys.executable, str(LAUNCHER), "--device-info", device_info, "--", *command],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **self.env})
+
+    def test_the_command_runs_holding_the_lock_shared_and_its_status_comes_back(self):
+        launched = self.launch(self.device_info(LOCK_ID), sys.executable, "-c", "print('ran'); raise SystemExit(4)")
+        out, _ = launched.communicate(timeout=30)
+        self.assertEqual((launched.returncode, out.decode().strip()), (4, "ran"))
+        self.assertEqual([line.split()[:2] for line in self.log.read_text().splitlines()],
+                         [["acquire", "SH"], ["release", "SH"]])
+
+    def test_it_waits_while_a_grading_times_and_runs_beside_correctness_phases(self):
+        writer = self.start("writer", "EX")
+        writer.wait_acquired()
+        launched = self.launch(self.device_info(LOCK_ID), sys.executable, "-c", "print('ran')")
+        time.sleep(0.5)
+        self.assertIsNone(launched.poll(), "it ran while a grading held the GPU alone")
+        writer.finish()
+        out, err = launched.communicate(timeout=30)
+        self.assertEqual((launched.returncode, out.decode().strip()), (0, "ran"))
+        self.assertIn("Waiting for the GPU: another grading is timing on it", err.decode())
+        reader = self.start("reader", "SH")
+        reader.wait_acquired()
+        beside = self.launch(self.device_info(LOCK_ID), sys.executable, "-c", "print('ran')")
+        self.assertEqual(beside.communicate(timeout=30)[0].decode().strip(), "ran")  # while the reader holds it
+
+    def test_without_a_gpu_the_command_runs_as_it_is(self):
+        launched = self.launch(self.device_info(None), sys.executable, "-c", "raise SystemExit(77)")
+        launched.communicate(timeout=30)
+        self.assertEqual(launched.returncode, 77)
+        self.assertFalse(self.log.exists(), "no GPU, no lock")
+
+    def test_sigterm_reaches_the_command(self):
+        launched = self.launch(self.device_info(LOCK_ID), sys.executable, "-c",
+                               "import time; print('started', flush=True); time.sleep(60)")
+        self.assertEqual(launched.stdout.readline().decode().strip(), "started")
+        launched.send_signal(signal.SIGTERM)
+        launched.communicate(timeout=30)
+        self.assertEqual(launched.returncode, 128 + signal.SIGTERM)
+        self.assertEqual([line.split()[0] for line in self.log.read_text().splitlines()], ["acquire", "release"])
 
 
 if __name__ == "__main__":

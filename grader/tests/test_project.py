@@ -146,6 +146,13 @@ class ProjectTest(unittest.TestCase):
         self.assertGreaterEqual(test["execution"]["jobs"], 8, "room for 8 gradings beside the host tests")
         top = (ROOT / "CMakeLists.txt").read_text()
         self.assertIn("workbook_write_gpu_test_slots(${CMAKE_BINARY_DIR}/gpu_test_slots.json)", top)
+        # The GPU tests that are not gradings hold the GPU lock shared, so none runs while a
+        # grading times (grader/tests/with_gpu_lock.py).
+        for path, target in (("common/CMakeLists.txt", "common_tests"), ("grader/CMakeLists.txt", "grader_support_tests")):
+            self.assertIn(f"set_property(TARGET {target} PROPERTY CROSSCOMPILING_EMULATOR ${{WORKBOOK_GPU_TEST_LAUNCHER}})",
+                          (ROOT / path).read_text())
+        self.assertIn("COMMAND ${WORKBOOK_GPU_TEST_LAUNCHER} $<TARGET_FILE:example_${slug}_${name}>",
+                      (ROOT / "cmake" / "Workbook.cmake").read_text())
         tests = (ROOT / "grader" / "tests" / "CMakeLists.txt").read_text()
         self.assertIn("set_tests_properties(${e2e_tests} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 RESOURCE_GROUPS gpus:1)",
                       tests)
