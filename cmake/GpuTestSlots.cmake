@@ -7,10 +7,12 @@
 # correctness phases share the GPU and gives every timed phase the GPU alone. What limits the
 # count is memory and cores: a grading's correctness phase holds up to a few GiB of the GPU's
 # memory (lesson 04's 2^28-float inputs), and compute-sanitizer's tools run several processes on
-# the host. So one slot per 8 GiB of the first GPU's memory and per 2 cores, at most 8 and at
-# least 2 (two tests grade two submissions at once): an H100 or H200 with 16 cores gets 8, an
-# A10 (24 GB) or a T4 (16 GB) 2. Without a GPU every GPU test skips at once, so the count does
-# not matter there: 8.
+# the host. So one slot per 8 GiB of GPU memory (the smallest GPU's, where there are several)
+# and per 2 cores, at most 8 and at least 2 (two tests grade two submissions at once): an H100
+# or H200 with 16 cores gets 8, an A10 (24 GB) or a T4 (16 GB) 2; a GPU in MIG mode, whose
+# slices nvidia-smi does not size, 2. Without a GPU every GPU test skips at once, so the count
+# does not matter there: 8. The test preset runs 10 tests at once: room for the host tests
+# beside 8 gradings.
 #
 # WORKBOOK_GPU_TEST_SLOTS, when set, is the count (at least 2).
 function(workbook_write_gpu_test_slots file)
@@ -28,25 +30,45 @@ function(workbook_write_gpu_test_slots file)
     find_program(WORKBOOK_NVIDIA_SMI nvidia-smi)
     if(WORKBOOK_NVIDIA_SMI)
       execute_process(
-        COMMAND "${WORKBOOK_NVIDIA_SMI}" --query-gpu=memory.total --format=csv,noheader,nounits
-        OUTPUT_VARIABLE memory_mib
+        COMMAND "${WORKBOOK_NVIDIA_SMI}" --query-gpu=memory.total,mig.mode.current --format=csv,noheader,nounits
+        OUTPUT_VARIABLE listed
         RESULT_VARIABLE smi_result
         ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
-      if(smi_result EQUAL 0 AND memory_mib MATCHES "^([0-9]+)")
-        set(memory_mib ${CMAKE_MATCH_1})
-        cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
-        math(EXPR by_memory "${memory_mib} / 8192")
-        math(EXPR by_cores "${cores} / 2")
-        set(slots 8)
-        foreach(limit IN ITEMS ${by_memory} ${by_cores})
-          if(limit LESS slots)
-            set(slots ${limit})
+      if(smi_result EQUAL 0 AND NOT listed STREQUAL "" AND NOT listed MATCHES "No devices")
+        # One line a GPU: "81559, Disabled". The smallest counts (the tests may get any of them).
+        string(REPLACE "\n" ";" lines "${listed}")
+        set(memory_mib "")
+        set(mig FALSE)
+        foreach(line IN LISTS lines)
+          if(line MATCHES "Enabled")
+            set(mig TRUE)
+          endif()
+          if(line MATCHES "^ *([0-9]+) *,")
+            if(memory_mib STREQUAL "" OR CMAKE_MATCH_1 LESS memory_mib)
+              set(memory_mib ${CMAKE_MATCH_1})
+            endif()
           endif()
         endforeach()
-        if(slots LESS 2)  # two tests grade two at once (concurrent gradings, the class)
+        cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
+        if(mig OR memory_mib STREQUAL "")
+          # A MIG slice has a part of the memory nvidia-smi gives for the whole card; a number
+          # that cannot be read is no number to trust. The fewest slots, then.
           set(slots 2)
+          set(why "a GPU in MIG mode, or its memory not readable from nvidia-smi: '${listed}'")
+        else()
+          math(EXPR by_memory "${memory_mib} / 8192")
+          math(EXPR by_cores "${cores} / 2")
+          set(slots 8)
+          foreach(limit IN ITEMS ${by_memory} ${by_cores})
+            if(limit LESS slots)
+              set(slots ${limit})
+            endif()
+          endforeach()
+          if(slots LESS 2)  # two tests grade two at once (concurrent gradings, the class)
+            set(slots 2)
+          endif()
+          set(why "${memory_mib} MiB of GPU memory, ${cores} cores")
         endif()
-        set(why "${memory_mib} MiB of GPU memory, ${cores} cores")
       endif()
     endif()
   endif()

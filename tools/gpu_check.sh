@@ -4,8 +4,9 @@
 # cmake/GpuTestSlots.cmake) with its logs kept and summarised. Stages:
 #
 #   tools/gpu_check.sh build            configure and build everything (the test preset)
-#   tools/gpu_check.sh suite            every ctest test, as the test preset runs them; its last
-#                                       lines say where the time went (tools/ctest_summary.py)
+#   tools/gpu_check.sh suite            every ctest test, as the test preset runs them (the solutions
+#                                       under the sanitizer among them); its last lines say where
+#                                       the time went (tools/ctest_summary.py)
 #   tools/gpu_check.sh tests            every ctest test but the end-to-end gradings
 #   tools/gpu_check.sh e2e REGEX        the end-to-end gradings whose ctest name matches REGEX
 #   tools/gpu_check.sh sanitize         ./grade --sanitize on the solutions and two broken variants

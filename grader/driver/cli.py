@@ -196,13 +196,9 @@ def reference_usable(phase: PhaseResult) -> bool:
 
 @dataclass
 class AloneOnTheGpu:
-    """One hold of the GPU alone (Grader.alone): who else nvidia-smi saw on the GPU as it began,
-    the grader programs run in it, the performance verdicts judged in it and the reference figures
-    measured in it, to be kept when it ends."""
-    before: Optional[list] = None
-    pids: List[int] = field(default_factory=list)
-    verdicts: List[ComponentResult] = field(default_factory=list)
-    figures: List[tuple] = field(default_factory=list)  # (cache key, reference program, metrics, metric)
+    """One hold of the GPU alone (Grader.alone): what nvidia-smi last said of who else is on the
+    GPU (as the hold began, or as its last timed task ended); None when that is unknown."""
+    seen: Optional[list] = None
 
 
 @dataclass
@@ -408,13 +404,11 @@ class Grader:
 
     @contextmanager
     def alone(self) -> Iterator["AloneOnTheGpu"]:
-        """The GPU alone, for the timed phases inside (the per-GPU lock, exclusive), and who else
-        nvidia-smi saw on the GPU as the hold began and ended. Inside a hold, the hold itself: a
-        grading takes the GPU alone once for all its timed phases (grade_lessons), so other gradings
-        wait for it, and it for theirs, once, not at every task. When the hold ends, every
-        performance verdict judged in it names the other processes seen (their timings may be low),
-        and the reference figures it measured are kept for the next gradings only when there were
-        none."""
+        """The GPU alone, for the timed phases inside (the per-GPU lock, exclusive). Inside a hold,
+        the hold itself: a grading takes the GPU alone once for all its timed phases
+        (grade_lessons), so other gradings wait for it, and it for theirs, once, not at every task.
+        nvidia-smi is asked who else is on the GPU as the hold begins and after each timed task
+        (self._timed): one question more than there are tasks."""
         if self._hold is not None:
             yield self._hold
             return
@@ -422,17 +416,10 @@ class Grader:
         with self.gpu.exclusive():
             self._hold = hold
             try:
-                hold.before = self._who_else()
+                hold.seen = self._who_else()
                 yield hold
-                after = self._who_else()
             finally:
                 self._hold = None
-        others = gpu_processes.others([hold.before, after], [os.getpid()] + hold.pids)
-        for performance in hold.verdicts:
-            note_other_processes(performance, others)
-        if self.timing_cache and not others and hold.before is not None and after is not None:
-            for key, ref_program, metrics, metric in hold.figures:
-                self.timing_cache.put(key, ref_program, metrics, metric)
 
     def _who_else(self):
         asked = time.monotonic()
@@ -441,14 +428,16 @@ class Grader:
         finally:
             self.nvidia_smi_s += time.monotonic() - asked
 
-    def _timed(self, program: str, lesson: Lesson, task) -> Tuple[PhaseResult, Optional[PhaseResult]]:
-        """The task's performance test, then the reference's (or its figure from the timing cache),
-        alone on the GPU (self.alone)."""
+    def _timed(self, program: str, lesson: Lesson, task) -> Tuple[PhaseResult, Optional[PhaseResult], list]:
+        """The task's performance test, then the reference's, alone on the GPU (self.alone); and the
+        other processes nvidia-smi saw on the GPU just before and just after them (before: as the
+        previous task ended, or as the hold began)."""
         spec = f"[{task.tag}][perf]"
         ref_program = (self.reference or {}).get(lesson.slug)
         reference = None
         key = TimingCache.key(self.gpu_uuid, f"reference/{lesson.slug}/{task.id}")
         with self.alone() as hold:
+            before = hold.seen
             phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env)
             kept = self.timing_cache.take(key, ref_program) if self.timing_cache and ref_program else None
             if kept:  # the reference's figure this GPU measured lately (timing_cache.py)
@@ -459,11 +448,15 @@ class Grader:
                                           env=self.env)
                 except FileNotFoundError:  # --no-build on a build that never made it: no comparison then
                     reference = None
-            hold.pids += [p.pid for p in (phase, reference) if p and p.pid]
-            # Kept for the next gradings when the hold ends, if nothing else used the GPU meanwhile.
-            if self.timing_cache and not kept and reference is not None and reference_usable(reference):
-                hold.figures.append((key, ref_program, reference.metrics(), task.perf_metric))
-        return phase, reference
+            after = hold.seen = self._who_else()
+            ours = [os.getpid()] + [p.pid for p in (phase, reference) if p and p.pid]
+            others = gpu_processes.others([before, after], ours)
+            # A reference timed while something else used the GPU is not kept for the next gradings;
+            # one that is, is kept inside the hold (one grading measures, timing_cache.py).
+            if (self.timing_cache and not kept and reference is not None and reference_usable(reference)
+                    and not others and before is not None and after is not None):
+                self.timing_cache.put(key, ref_program, reference.metrics(), task.perf_metric)
+        return phase, reference, others
 
     def _counters(self, program: str, lesson: Lesson, task, performance: ComponentResult,
                   wall: Dict[str, float], short: bool = True) -> None:
@@ -561,26 +554,27 @@ class Grader:
         lesson, program, verdicts, wall, in_tests = check.lesson, check.program, check.verdicts, check.wall, check.in_tests
         started = time.monotonic()
         results = []
-        with self.alone() if check.to_time(self) else nullcontext() as hold:
+        with self.alone() if check.to_time(self) else nullcontext():
             for task in lesson.tasks:
                 correctness = verdicts[task.id]
                 perf_phase = reference_phase = again = None
+                others: list = []
                 if self.times(task, correctness):
                     self._say(f"  {lesson.slug} task {task.id}: ")
-                    perf_phase, reference_phase = self._timed(program, lesson, task)
+                    perf_phase, reference_phase, others = self._timed(program, lesson, task)
                     timed = [perf_phase, reference_phase]
                     if measure_again(task, perf_phase):  # timing noise must not decide the verdict
                         self._say("below the threshold: measuring again, ")
-                        second, second_reference = self._timed(program, lesson, task)
+                        second, second_reference, more = self._timed(program, lesson, task)
                         again = (second, second_reference)
                         timed += [second, second_reference]
+                        others = gpu_processes.others([others, more], [])
                     wall["performance"] += sum(p.elapsed_s for p in timed[0::2] if p)
                     wall["reference"] += sum(p.elapsed_s for p in timed[1::2] if p)
                     in_tests["performance"] += sum(p.in_tests_s for p in timed[0::2] if p)
                     in_tests["reference"] += sum(p.in_tests_s for p in timed[1::2] if p)
                 performance = judge_performance(task, correctness, perf_phase, lesson.slug, reference_phase, again)
-                if hold is not None and perf_phase is not None and performance is not None:
-                    hold.verdicts.append(performance)  # names who else was on the GPU when the hold ends
+                note_other_processes(performance, others)
                 short = fell_short(task, performance)
                 if (self.profile_short and counters_wanted(task, performance) and counters.PROFILED_BYTES in performance.metrics
                         and (short or self.profile_passes)):

@@ -212,8 +212,14 @@ class GraderPerformanceTest(unittest.TestCase):
             result.run_completed = True
             return result
 
-        listed = (contextlib.nullcontext() if self.on_the_gpu == "nvidia-smi"
-                  else mock.patch.object(gpu_processes, "compute_apps", return_value=self.on_the_gpu))
+        if isinstance(self.on_the_gpu, tuple):  # what nvidia-smi answers at each question, in turn
+            self.asked = []
+            answers = list(self.on_the_gpu)
+            listed = mock.patch.object(gpu_processes, "compute_apps",
+                                       side_effect=lambda uuid: self.asked.append(uuid) or answers.pop(0))
+        else:
+            listed = (contextlib.nullcontext() if self.on_the_gpu == "nvidia-smi"
+                      else mock.patch.object(gpu_processes, "compute_apps", return_value=self.on_the_gpu))
         with mock.patch.object(cli, "run_phase", run_phase), contextlib.redirect_stdout(io.StringIO()) as out, listed:
             if lessons:  # as ./grade grades several lessons (cli.main)
                 self.lesson_results = grader.grade_lessons([(each, "student", None) for each in lessons])
@@ -269,13 +275,35 @@ class GraderPerformanceTest(unittest.TestCase):
         self.assertNotIn("EX", log.read_text())
         self.assertEqual(self.timed(), [])
 
-    def test_other_processes_seen_as_the_hold_began_are_named_in_every_verdict_timed_in_it(self):
+    def test_nvidia_smi_is_asked_as_the_hold_begins_and_after_each_task_and_each_task_names_what_it_saw(self):
+        """Within one hold, a task's "before" is what was seen as the task before it ended."""
         second = lesson()
         second.slug = "02_multiply_add"
-        self.on_the_gpu = [(777, "python3 train.py")]
+        trainer = [(777, "python3 train.py")]
+        self.on_the_gpu = ([], [], trainer)  # as the hold begins, after lesson 01's task 1, after 02's
         self.grade(0.70, 0.70, lessons=[lesson(), second])
-        for result in self.lesson_results:
-            self.assertIn("1 other process was using the GPU (pid 777", result.tasks[0].performance.summary)
+        self.assertEqual(self.asked, ["GPU-test"] * 3)
+        first, later = (r.tasks[0].performance.summary for r in self.lesson_results)
+        self.assertNotIn("other process", first)
+        self.assertIn("1 other process was using the GPU (pid 777", later)
+        self.on_the_gpu = (trainer, [], [])  # seen as the hold began: the first task only
+        self.grade(0.70, 0.70, lessons=[lesson(), second])
+        first, later = (r.tasks[0].performance.summary for r in self.lesson_results)
+        self.assertIn("pid 777", first)
+        self.assertNotIn("other process", later)
+
+    def test_an_error_inside_the_hold_lets_the_gpu_go(self):
+        grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None, no_sanitizer_check=True,
+                                      no_counters=True, timing_cache=None, counters_when_short=False),
+                            {}, None, {"uuid": "GPU-test"}, seed=1)
+        with mock.patch.object(gpu_processes, "compute_apps", return_value=[]):
+            with self.assertRaises(KeyboardInterrupt):
+                with grader.alone():
+                    self.assertEqual(grader.gpu.held, "EX")
+                    raise KeyboardInterrupt
+            self.assertIsNone(grader.gpu.held)
+            with grader.alone() as hold:  # a new hold, not the broken one's
+                self.assertEqual((grader.gpu.held, hold.seen), ("EX", []))
 
     def test_correctness_that_compares_timings_is_exclusive_too(self):
         timed_lesson = lesson()
@@ -301,6 +329,16 @@ class GraderPerformanceTest(unittest.TestCase):
         self.assertIn("160% of the reference", self.grade(0.80, timing_cache=cache, reference=str(reference),
                                                           reference_value=0.5).summary)
         self.assertEqual(self.timed(), [("student", "EX"), (str(reference), "EX")])
+
+    def test_a_second_measurement_in_the_same_hold_reuses_the_figure_the_first_kept(self):
+        self.on_the_gpu = []
+        cache = str(Path(self.tmp.name) / "class" / "timing_cache.json")
+        reference = Path(self.tmp.name) / "grade_01_vector_add__solutions"
+        reference.write_text("a program")
+        self.grade(0.40, 0.45, timing_cache=cache, reference=str(reference))  # below the threshold: twice
+        self.assertEqual(self.timed(), [("student", "EX"), (str(reference), "EX"), ("student", "EX")])
+        entry = next(iter(json.loads(Path(cache).read_text())["entries"].values()))
+        self.assertEqual(entry["measurements"], 1)
 
     def test_a_failed_or_disturbed_timing_of_the_reference_is_not_kept(self):
         cache = str(Path(self.tmp.name) / "timing_cache.json")

@@ -124,17 +124,21 @@ class ProjectTest(unittest.TestCase):
     def test_gpu_test_slots_follow_the_gpus_memory_and_the_cores(self):
         half_the_cores = (os.cpu_count() or 1) // 2
         for mib in (81559, 143771, 23028, 15360):  # H100, H200, A10, T4
-            slots, said = self.slots_for(f"{mib}\n{mib}\n")  # two GPUs: the first counts
+            slots, said = self.slots_for(f"{mib}, Disabled\n{mib + 8192}, [N/A]\n")  # two GPUs: the smaller counts
             self.assertEqual(slots, max(2, min(8, mib // 8192, half_the_cores)), said)
             self.assertIn(f"{mib} MiB", said)
+        for unsure in ("81559, Enabled\n", "[N/A], [N/A]\n"):  # a MIG slice; a memory it cannot read
+            slots, said = self.slots_for(unsure)
+            self.assertEqual(slots, 2, said)
+            self.assertIn("MIG mode, or its memory not readable", said)
         for no_gpu, status in (("NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver", 9),
-                               ("No devices were found\n", 6)):
+                               ("No devices were found\n", 6), ("No devices were found\n", 0)):
             slots, said = self.slots_for(no_gpu, status)
             self.assertEqual(slots, 8, said)
             self.assertIn("no GPU visible", said)
-        self.assertEqual(self.slots_for("81559\n", WORKBOOK_GPU_TEST_SLOTS=3)[0], 3)
+        self.assertEqual(self.slots_for("81559, Disabled\n", WORKBOOK_GPU_TEST_SLOTS=3)[0], 3)
         for bad in ("1", "x"):
-            slots, said = self.slots_for("81559\n", WORKBOOK_GPU_TEST_SLOTS=bad)
+            slots, said = self.slots_for("81559, Disabled\n", WORKBOOK_GPU_TEST_SLOTS=bad)
             self.assertIsNone(slots)
             self.assertIn("2 or more", said)
 
@@ -143,7 +147,7 @@ class ProjectTest(unittest.TestCase):
         configure = next(p for p in presets["configurePresets"] if p["name"] == "test")
         test = next(p for p in presets["testPresets"] if p["name"] == "test")
         self.assertEqual(test["execution"]["resourceSpecFile"], configure["binaryDir"] + "/gpu_test_slots.json")
-        self.assertGreaterEqual(test["execution"]["jobs"], 8, "room for 8 gradings beside the host tests")
+        self.assertGreaterEqual(test["execution"]["jobs"], 10, "room for the host tests beside 8 gradings")
         top = (ROOT / "CMakeLists.txt").read_text()
         self.assertIn("workbook_write_gpu_test_slots(${CMAKE_BINARY_DIR}/gpu_test_slots.json)", top)
         # The GPU tests that are not gradings hold the GPU lock shared, so none runs while a
