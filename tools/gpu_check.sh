@@ -19,6 +19,12 @@
 #   tools/gpu_check.sh stats N          lesson 07's statistical tests on the reference solution, N
 #                                       times with seeds 1..N: how often a correct program fails
 #                                       each (grader/README.md, "Statistical checks", expects none)
+#   tools/gpu_check.sh first-grade      a fresh clone's ./grade 01, then ./grade of every lesson, each
+#                                       timed (issue 25's first-grade goals: 20 s and 45 s on an H100)
+#   tools/gpu_check.sh class N          a generated class of N students over every lesson, graded with
+#                                       ./grade-class --per-gpu 4 (check_class.py --size N): every
+#                                       verdict as expected, and class.json's time (phases, the GPU's
+#                                       time alone, what the timing cache reused)
 #   tools/gpu_check.sh summary          the short summary of everything run so far
 #
 # Stages can be combined in one call (tools/gpu_check.sh build tests summary). Logs collect in
@@ -48,6 +54,41 @@ stage_suite() {
   echo "suite: exit $?, $(grep -E 'tests passed' "$logs/suite.log")" | tee -a "$logs/stages.txt"
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/suite.log"
   grep -E "^ctest: " "$logs/suite.log" | tee -a "$logs/stages.txt"
+}
+
+stage_first_grade() {
+  local fresh=/tmp/workbook-fresh-clone started
+  rm -rf "$fresh"
+  git clone -q . "$fresh" || { echo "first-grade: git clone failed" | tee -a "$logs/stages.txt"; return; }
+  for args in "01" ""; do
+    started=$SECONDS
+    # shellcheck disable=SC2086  # "" is ./grade with no lesson: every lesson
+    (cd "$fresh" && ./grade $args) > "$logs/first_grade_${args:-all}.log" 2>&1
+    echo "first-grade: ./grade ${args:-(every lesson)} exit $?, $((SECONDS - started)) s, $(grep -E '^Total:' "$logs/first_grade_${args:-all}.log")" |
+      tee -a "$logs/stages.txt"
+  done
+}
+
+stage_class() {
+  local size=$1 started
+  started=$SECONDS
+  python3 grader/tests/check_class.py --size "$size" --lessons 01 02 03 04 05 06 07 --per-gpu 4 \
+    --build-dir build/class-check > "$logs/class_$size.log" 2>&1
+  echo "class $size: exit $?, $((SECONDS - started)) s, $(tail -1 "$logs/class_$size.log")" | tee -a "$logs/stages.txt"
+  # class.json's time, as check_class.py prints it: where the class's time went.
+  python3 - "$logs/class_$size.log" <<'PY' | tee -a "$logs/stages.txt"
+import json, re, sys
+text = open(sys.argv[1]).read()
+found = re.search(r"class.json's time: (\{.*?\n\})", text, re.S)
+if not found:
+    sys.exit(0)
+time = json.loads(found.group(1))
+print(f"  gradings {time.get('gradings')}, grading wall {time.get('grading_wall_s')} s, median {time.get('grading_s_median')} s")
+print(f"  phases: {time.get('phases_s')}")
+print(f"  inside the tests: {time.get('phase_details_s')}")
+print(f"  GPU lock: {time.get('gpu_lock_s')}")
+print(f"  timing cache: {time.get('timing_cache')}")
+PY
 }
 
 stage_tests() {
@@ -186,8 +227,10 @@ while [ $# -gt 0 ]; do
     cost) stage_cost ;;
     ncu) stage_ncu ;;
     stats) stage_stats "${1:-100}"; shift ;;
+    first-grade) stage_first_grade ;;
+    class) stage_class "${1:-16}"; shift ;;
     summary) stage_summary ;;
-    *) echo "gpu_check.sh: unknown stage '$stage' (build, suite, tests, e2e REGEX, sanitize, cost, ncu, stats N, summary)" >&2
+    *) echo "gpu_check.sh: unknown stage '$stage' (build, suite, tests, e2e REGEX, sanitize, cost, ncu, stats N, first-grade, class N, summary)" >&2
        exit 2 ;;
   esac
 done
