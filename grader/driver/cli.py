@@ -240,7 +240,7 @@ class Grader:
         self.gpu_uuid = device.get("uuid")
         self.timing_cache = TimingCache(Path(args.timing_cache)) if getattr(args, "timing_cache", None) else None
         self.gpu = GpuLock.for_device(device, tree, say=self._interrupt)
-        self.nvidia_smi_s = 0.0  # asking nvidia-smi who else is on the GPU, as each hold alone begins and ends
+        self.nvidia_smi_s = 0.0  # asking nvidia-smi who else is on the GPU (self._who_else), in the holds alone
         self._hold: Optional[AloneOnTheGpu] = None  # the hold of the GPU alone under way (self.alone)
         self._line = ""  # the progress line of the task being graded, so far
         self.sanitizer, why = sanitizer.find_sanitizer(index)
