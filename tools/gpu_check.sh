@@ -70,24 +70,23 @@ stage_first_grade() {
 }
 
 stage_class() {
-  local size=$1 started
+  local size=$1 started class=build/gpu-check-class
   started=$SECONDS
+  rm -rf "$class"  # check_class.py --keep resumes a class it finds there
   python3 grader/tests/check_class.py --size "$size" --lessons 01 02 03 04 05 06 07 --per-gpu 4 \
-    --build-dir build/class-check > "$logs/class_$size.log" 2>&1
+    --build-dir build/class-check --keep "$class" > "$logs/class_$size.log" 2>&1
   echo "class $size: exit $?, $((SECONDS - started)) s, $(tail -1 "$logs/class_$size.log")" | tee -a "$logs/stages.txt"
-  # class.json's time, as check_class.py prints it: where the class's time went.
-  python3 - "$logs/class_$size.log" <<'PY' | tee -a "$logs/stages.txt"
-import json, re, sys
-text = open(sys.argv[1]).read()
-found = re.search(r"class.json's time: (\{.*?\n\})", text, re.S)
-if not found:
-    sys.exit(0)
-time = json.loads(found.group(1))
+  cp "$class/grades/class.json" "$logs/class_$size.json" 2>/dev/null
+  # Where the class's time went (class.json's "time", grader/README.md).
+  python3 - "$class/grades/class.json" <<'PY' | tee -a "$logs/stages.txt"
+import json, sys
+try:
+    time = json.load(open(sys.argv[1])).get("time", {})
+except (OSError, ValueError) as e:
+    sys.exit(f"  no class.json to read: {e}")
 print(f"  gradings {time.get('gradings')}, grading wall {time.get('grading_wall_s')} s, median {time.get('grading_s_median')} s")
-print(f"  phases: {time.get('phases_s')}")
-print(f"  inside the tests: {time.get('phase_details_s')}")
-print(f"  GPU lock: {time.get('gpu_lock_s')}")
-print(f"  timing cache: {time.get('timing_cache')}")
+for key in ("phases_s", "phase_details_s", "gpu_lock_s", "timing_cache"):
+    print(f"  {key}: {time.get(key)}")
 PY
 }
 

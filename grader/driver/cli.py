@@ -214,10 +214,6 @@ class LessonCheck:
                                                                 "reference": 0.0})
     seconds: float = 0.0
 
-    def to_time(self, grader: "Grader") -> bool:
-        """Whether any of its tasks is timed (and so needs the GPU alone)."""
-        return any(grader.times(task, self.verdicts[task.id]) for task in self.lesson.tasks)
-
 
 class Grader:
     """Runs the tasks of the chosen lessons and collects their results. Correctness phases
@@ -499,12 +495,16 @@ class Grader:
         return bool(task.performance_points and correctness.passed and not self.args.sanitize
                     and not self.args.no_timing)
 
+    def times_any(self, check: "LessonCheck") -> bool:
+        """Whether any task of a checked lesson is timed (and so needs the GPU alone)."""
+        return any(self.times(task, check.verdicts[task.id]) for task in check.lesson.tasks)
+
     def grade_lessons(self, work: List[Tuple[Lesson, Optional[str], Optional[LessonResult]]]) -> List[LessonResult]:
         """Grades each (lesson, program) of `work`, or takes the result already given for it (a
         lesson that cannot be graded): every lesson's correctness first, side by side with other
         gradings, then every timed phase in one hold alone on the GPU (self.alone)."""
         checked = [(given, None if given else self.check_lesson(lesson, program)) for lesson, program, given in work]
-        with self.alone() if any(c and c.to_time(self) for _, c in checked) else nullcontext():
+        with self.alone() if any(c and self.times_any(c) for _, c in checked) else nullcontext():
             return [given or self.time_lesson(check) for given, check in checked]
 
     def grade_lesson(self, lesson: Lesson, program: str) -> LessonResult:
@@ -554,7 +554,7 @@ class Grader:
         lesson, program, verdicts, wall, in_tests = check.lesson, check.program, check.verdicts, check.wall, check.in_tests
         started = time.monotonic()
         results = []
-        with self.alone() if check.to_time(self) else nullcontext():
+        with self.alone() if self.times_any(check) else nullcontext():
             for task in lesson.tasks:
                 correctness = verdicts[task.id]
                 perf_phase = reference_phase = again = None

@@ -44,13 +44,14 @@ LOCK_LOG_ENV = "WORKBOOK_LOCK_LOG"
 _held: Dict[str, str] = {}  # lock file -> the mode this process holds it in (whichever GpuLock took it)
 # Seconds this process waited for each mode and held it (every GpuLock together): where a grading's
 # time went, and how much of it had the GPU alone (class.json's "time", class_grading.py).
-_seconds: Dict[str, Dict[str, float]] = {SHARED: {"waited": 0.0, "held": 0.0}, EXCLUSIVE: {"waited": 0.0, "held": 0.0}}
+_MODE_NAMES = {SHARED: "shared", EXCLUSIVE: "exclusive"}
+_seconds: Dict[str, Dict[str, float]] = {name: {"waited": 0.0, "held": 0.0} for name in _MODE_NAMES.values()}
 
 
 def lock_seconds() -> Dict[str, Dict[str, float]]:
     """{"shared": {"waited": s, "held": s}, "exclusive": {...}}: the seconds this process waited
     for the GPU lock and held it, in each mode, so far."""
-    return {{SHARED: "shared", EXCLUSIVE: "exclusive"}[mode]: dict(spent) for mode, spent in _seconds.items()}
+    return {name: dict(spent) for name, spent in _seconds.items()}
 
 
 def gpu_id(device: dict) -> str:
@@ -144,7 +145,7 @@ class GpuLock:
             os.close(gate)  # the next waiter's turn
         _held[str(self.path)] = mode
         taken = time.monotonic()
-        _seconds[mode]["waited"] += taken - asked
+        _seconds[_MODE_NAMES[mode]]["waited"] += taken - asked
         if mode == EXCLUSIVE:
             file_lock.write_holder(self.holder, {"pid": os.getpid(), "user": _user(), "tree": self.tree,
                                                  "program": file_lock.program_name(),
@@ -154,7 +155,7 @@ class GpuLock:
             yield
         finally:
             _log("release", mode)
-            _seconds[mode]["held"] += time.monotonic() - taken
+            _seconds[_MODE_NAMES[mode]]["held"] += time.monotonic() - taken
             if mode == EXCLUSIVE:
                 file_lock.clear_holder(self.holder)
             _held.pop(str(self.path), None)

@@ -32,6 +32,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "grader"))
+from driver.manifest import load_manifest, select_lessons  # noqa: E402
 SKIP = 77
 
 
@@ -109,9 +111,9 @@ def main() -> int:
                              "with WORKBOOK_E2E_COUNTERS=1, since profiling holds the GPU alone")
     args = parser.parse_args()
     expected = json.loads(Path(args.expect).read_text())
-    if args.lesson:  # only the lessons named are graded, so only theirs are expected
-        expected = {slug: tasks for slug, tasks in expected.items()
-                    if any(slug == name or slug.startswith(f"{name}_") for name in args.lesson)}
+    if args.lesson:  # only the lessons named are graded (named as ./grade names them), so only theirs are expected
+        named = {l.slug for l in select_lessons(load_manifest(ROOT / "lessons" / "manifest.json"), args.lesson)}
+        expected = {slug: tasks for slug, tasks in expected.items() if slug in named}
     if args.sanitize:
         expected = under_the_sanitizer(expected)
     with tempfile.TemporaryDirectory() as results_dir:

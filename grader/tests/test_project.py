@@ -142,6 +142,33 @@ class ProjectTest(unittest.TestCase):
             self.assertIsNone(slots)
             self.assertIn("2 or more", said)
 
+    def test_ctest_reads_the_slots_and_keeps_to_them(self):
+        """The spec the configure writes is one ctest accepts: tests asking for one slot or two run,
+        one asking for more slots than there are does not."""
+        with tempfile.TemporaryDirectory() as tmp:
+            source, build = Path(tmp) / "src", Path(tmp) / "build"
+            source.mkdir()
+            (source / "CMakeLists.txt").write_text(f"""cmake_minimum_required(VERSION 3.25)
+project(slots NONE)
+enable_testing()
+include("{ROOT}/cmake/GpuTestSlots.cmake")
+workbook_write_gpu_test_slots(${{CMAKE_BINARY_DIR}}/gpu_test_slots.json)
+foreach(groups IN ITEMS "gpus:1" "2,gpus:1" "9,gpus:1")
+  string(MAKE_C_IDENTIFIER "g${{groups}}" name)
+  add_test(NAME ${{name}} COMMAND ${{CMAKE_COMMAND}} -E echo ran)
+  set_tests_properties(${{name}} PROPERTIES RESOURCE_GROUPS "${{groups}}")
+endforeach()
+""")
+            configured = subprocess.run(["cmake", "-S", str(source), "-B", str(build), "-DWORKBOOK_GPU_TEST_SLOTS=2"],
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            self.assertEqual(configured.returncode, 0, configured.stdout.decode())
+            ran = subprocess.run(["ctest", "--test-dir", str(build), "-j", "4", "--resource-spec-file",
+                                  str(build / "gpu_test_slots.json")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out = ran.stdout.decode()
+            self.assertRegex(out, r"ggpus_1 \.+ +Passed", out)
+            self.assertRegex(out, r"g2_gpus_1 \.+ +Passed", out)
+            self.assertRegex(out, r"g9_gpus_1 \.+\*+Not Run", out)  # 9 slots asked, 2 there
+
     def test_the_test_preset_runs_gradings_side_by_side_in_the_slots_the_configure_writes(self):
         presets = json.loads((ROOT / "CMakePresets.json").read_text())
         configure = next(p for p in presets["configurePresets"] if p["name"] == "test")
