@@ -6,6 +6,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <utility>
 #include <vector>
 
 using Catch::Matchers::ContainsSubstring;
@@ -52,11 +53,16 @@ TEST_CASE("PinnedBuffer is host memory the device can copy from", "[gpu]") {
 TEST_CASE("device and host random streams are identical", "[gpu]") {
   REQUIRE_GPU();
   const std::size_t n = 100003;
-  workbook::DeviceBuffer<float> device(n);
-  workbook::fill_random_device(device.data(), n, 1234, -3.0f, 5.0f);
-  std::vector<float> from_device(n);
-  device.copy_to_host(from_device.data());
-  CHECK(from_device == workbook::random_floats(n, 1234, -3.0f, 5.0f));
+  // [-3, 5): a power-of-two width, exact however it is rounded; [-1000, 1000) and [0.5, 4): widths
+  // whose product with the unit value rounds, where a fused multiply-add would differ.
+  for (const auto& [lo, hi] : {std::pair{-3.0f, 5.0f}, std::pair{-1000.0f, 1000.0f}, std::pair{0.5f, 4.0f}}) {
+    CAPTURE(lo, hi);
+    workbook::DeviceBuffer<float> device(n);
+    workbook::fill_random_device(device.data(), n, 1234, lo, hi);
+    std::vector<float> from_device(n);
+    device.copy_to_host(from_device.data());
+    CHECK(from_device == workbook::random_floats(n, 1234, lo, hi));
+  }
 }
 
 TEST_CASE("a guarded array catches writes past either end", "[gpu]") {

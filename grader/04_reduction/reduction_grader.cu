@@ -29,22 +29,21 @@ __global__ void fill_input(float* x, std::size_t n, Input input, std::uint64_t s
 
 }  // namespace
 
-Data::Data(std::size_t n, Input kind, const std::string& name) : input(kind), device(n, workbook::kInputGuardBits) {
-  const std::uint64_t seed = grader::seed_for(name + " " + std::to_string(n) + " " + input_text(kind));
+Data::Data(std::size_t n, Input kind, const std::string& name)
+    : input(kind),
+      device(n, workbook::kInputGuardBits),
+      seed_(grader::seed_for(name + " " + std::to_string(n) + " " + input_text(kind))) {
   if (grader::sanitize_mode()) {
     // Under compute-sanitizer the sizes are small and every launch of the grader's own is
     // instrumented too: the input is made and added up on the host, and uploaded.
-    host_.resize(n);
-    for (std::size_t i = 0; i < n; ++i) host_[i] = input_value(kind, seed, i);
-    if (n > 0) device.upload(host_);
-    downloaded_ = true;
+    if (n > 0) device.upload(host());
     total = sum(0, n);
     total_abs = sum_abs(0, n);
     return;
   }
   if (n > 0) {
     const int blocks = static_cast<int>(std::min<std::size_t>((n + 255) / 256, 1024));
-    fill_input<<<blocks, 256>>>(device.data(), n, kind, seed);
+    fill_input<<<blocks, 256>>>(device.data(), n, kind, seed_);
     WORKBOOK_CHECK_LAUNCH();
   }
   // On the legacy default stream, after the fill; sum_on_device's copy back waits for both, so
@@ -63,9 +62,10 @@ double Data::sum_squares() const {
 }
 
 const std::vector<float>& Data::host() const {
-  if (!downloaded_) {
-    host_ = device.download();
-    downloaded_ = true;
+  if (!made_) {
+    host_.resize(size());
+    for (std::size_t i = 0; i < host_.size(); ++i) host_[i] = input_value(input, seed_, i);
+    made_ = true;
   }
   return host_;
 }

@@ -65,7 +65,8 @@ inline std::string input_text(Input input) {
   return "?";
 }
 
-// Element i of an input (a pure function of the seed and i), as the device fills it (Data).
+// Element i of an input (a pure function of the seed and i), the same on the host and the device
+// (workbook::random_uniform rounds as the host does).
 WORKBOOK_HOST_DEVICE inline float input_value(Input input, std::uint64_t seed, std::size_t i) {
   switch (input) {
     case Input::Uniform: return workbook::random_uniform(seed, i, -1.0f, 1.0f);
@@ -90,16 +91,17 @@ struct Square {
 };
 
 // n floats filled on the device (guarded by NaN) and their float64 sums, added there
-// (sum_on_device); the same floats on the host only when a check asks for them (host()). Under
-// compute-sanitizer, on the host (small sizes, and no launches of the grader's own to instrument).
+// (sum_on_device) before any call; the same floats on the host only when a check asks for them
+// (host()). Under compute-sanitizer all on the host and uploaded (small sizes, and no launches of
+// the grader's own to instrument).
 struct Data {
   Data(std::size_t n, Input kind, const std::string& name);
   std::size_t size() const { return device.size(); }
   double exact_sum() const { return total; }
   // How far a right sum of the whole input may be from exact_sum().
   double tolerance() const;
-  // The floats the GPU reads, copied back the first time they are asked for (after the calls
-  // before it: a function that wrote into its const input would have changed them).
+  // The floats the GPU was given, made on the host from the seed the first time they are asked
+  // for (never copied back: the student's call could have written into them).
   const std::vector<float>& host() const;
   // The float64 sum of x^2.
   double sum_squares() const;
@@ -122,8 +124,9 @@ struct Data {
   double total = 0, total_abs = 0;  // the exact sum and sum of |x|, computed once
 
 private:
+  std::uint64_t seed_;
   mutable std::vector<float> host_;
-  mutable bool downloaded_ = false;
+  mutable bool made_ = false;
 };
 
 // How far a float32 sum of \p count elements whose |x| add up to \p sum_abs may be from the exact

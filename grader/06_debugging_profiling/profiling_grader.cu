@@ -59,40 +59,47 @@ std::vector<double> field_reference(const std::vector<float>& phi, Grid g, doubl
   return e;
 }
 
-// The references above on the device, point by point, reading the input the grader filled
-// (device_check.cuh): the same formulas in double precision, for the fast path of check_output.
-// The compiler may fuse a multiply and an add there, which moves a value by about 1e-16: a result
-// that close to a tolerance's edge could pass here and fail on the host (device_check.cuh's known
-// gaps; commit e6cb904 closes them, not yet run on a GPU).
+// The references above on the device, point by point (device_check.cuh), for the fast path of
+// check_output: the input's values from its seed (never from device memory, which the student's
+// call could have written), the same float64 formulas, each multiply and add rounded on its own
+// as the host rounds them (__dmul_rn, __dadd_rn: no fused multiply-add).
+struct SeededInput {
+  std::uint64_t seed;
+  __device__ double operator()(std::size_t i) const { return workbook::random_uniform(seed, i, -1, 1); }
+};
+
+__device__ bool on_edge(std::size_t x, std::size_t y, int nx, int ny) {
+  return x == 0 || y == 0 || x + 1 == std::size_t(nx) || y + 1 == std::size_t(ny);
+}
+
 struct HeatStepAt {
-  const float* u;
+  SeededInput u;
   int nx, ny;
   double alpha;
   __device__ double operator()(std::size_t i) const {
-    const std::size_t x = i % std::size_t(nx), y = i / std::size_t(nx);
-    if (x == 0 || y == 0 || x + 1 == std::size_t(nx) || y + 1 == std::size_t(ny)) return u[i];
-    return double(u[i]) + alpha * (double(u[i - 1]) + u[i + 1] + u[i - nx] + u[i + nx] - 4.0 * u[i]);
+    if (on_edge(i % std::size_t(nx), i / std::size_t(nx), nx, ny)) return u(i);
+    const double around = u(i - 1) + u(i + 1) + u(i - nx) + u(i + nx) - 4.0 * u(i);  // adds, and an exact product
+    return __dadd_rn(u(i), __dmul_rn(alpha, around));
   }
 };
 
 struct TransposeAt {  // out[c * rows + r] = in[r * cols + c]
-  const float* in;
+  SeededInput in;
   int rows, cols;
   __device__ double operator()(std::size_t i) const {
     const std::size_t c = i / std::size_t(rows), r = i % std::size_t(rows);
-    return in[r * std::size_t(cols) + c];
+    return in(r * std::size_t(cols) + c);
   }
 };
 
 struct FieldStrengthAt {
-  const float* phi;
+  SeededInput phi;
   int nx, ny;
   double h;
   __device__ double operator()(std::size_t i) const {
-    const std::size_t x = i % std::size_t(nx), y = i / std::size_t(nx);
-    if (x == 0 || y == 0 || x + 1 == std::size_t(nx) || y + 1 == std::size_t(ny)) return 0.0;
-    const double ex = (double(phi[i + 1]) - phi[i - 1]) / (2 * h), ey = (double(phi[i + nx]) - phi[i - nx]) / (2 * h);
-    return sqrt(ex * ex + ey * ey);
+    if (on_edge(i % std::size_t(nx), i / std::size_t(nx), nx, ny)) return 0.0;
+    const double ex = (phi(i + 1) - phi(i - 1)) / (2 * h), ey = (phi(i + nx) - phi(i - nx)) / (2 * h);
+    return sqrt(__dadd_rn(__dmul_rn(ex, ex), __dmul_rn(ey, ey)));
   }
 };
 
@@ -132,7 +139,7 @@ Subject heat_step_subject(const std::string& function, void (*f)(const float*, f
   s.call = [f](const float* in, float* out, Grid g, cudaStream_t st) { f(in, out, g.nx, g.ny, kAlpha, st); };
   s.expected = [](const std::vector<float>& in, Grid g) { return heat_reference(in, g, kAlpha); };
   s.agrees_on_device = [](const Problem& p, workbook::Tolerance tolerance) {
-    return grader::agrees_on_device(p.out, tolerance, HeatStepAt{p.in.data(), p.grid.nx, p.grid.ny, kAlpha});
+    return grader::agrees_on_device(p.out, tolerance, HeatStepAt{{p.seed()}, p.grid.nx, p.grid.ny, kAlpha});
   };
   // |u| <= 1: each term under 8 in size, so a few float roundings in any order stay under 1e-5.
   s.tolerance = {1e-5, 1e-5};
@@ -147,7 +154,7 @@ Subject transpose_subject(const std::string& function, void (*f)(const float*, f
   s.expected = transpose_reference;
   s.tolerance = {0.0, 0.0};  // a copy: bit for bit
   s.agrees_on_device = [](const Problem& p, workbook::Tolerance tolerance) {
-    return grader::agrees_on_device(p.out, tolerance, TransposeAt{p.in.data(), p.grid.ny, p.grid.nx});
+    return grader::agrees_on_device(p.out, tolerance, TransposeAt{{p.seed()}, p.grid.ny, p.grid.nx});
   };
   s.transposed = true;
   return s;
@@ -159,7 +166,7 @@ Subject field_strength_subject() {
   s.call = [](const float* in, float* out, Grid g, cudaStream_t st) { field_strength(in, out, g.nx, g.ny, kSpacing, st); };
   s.expected = [](const std::vector<float>& in, Grid g) { return field_reference(in, g, kSpacing); };
   s.agrees_on_device = [](const Problem& p, workbook::Tolerance tolerance) {
-    return grader::agrees_on_device(p.out, tolerance, FieldStrengthAt{p.in.data(), p.grid.nx, p.grid.ny, kSpacing});
+    return grader::agrees_on_device(p.out, tolerance, FieldStrengthAt{{p.seed()}, p.grid.nx, p.grid.ny, kSpacing});
   };
   // A difference of two floats in [-1, 1] is off by at most 2^-23 in float, 1e-6 after the / 2h.
   s.tolerance = {1e-5, 1e-5};

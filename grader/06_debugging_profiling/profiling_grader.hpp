@@ -57,7 +57,7 @@ struct Subject {
   std::string function;  // "heat_step"
   std::function<void(const float* in, float* out, Grid g, cudaStream_t stream)> call;
   std::function<std::vector<double>(const std::vector<float>& in, Grid g)> expected;
-  // The same expected output computed on the device from p.in, compared there with p.out, guards
+  // The same expected output computed on the device from p's seed, compared there with p.out, guards
   // included (grader/support/device_check.cuh): true when all of it is right. check_output asks it
   // first and computes `expected` on the host only when it says no.
   std::function<bool(const Problem& p, workbook::Tolerance tolerance)> agrees_on_device;
@@ -77,6 +77,8 @@ struct Problem {
   Problem(const Subject& s, Grid g, const std::string& name);
   // The input's values on the host, computed the first time they are asked for.
   const std::vector<float>& input();
+  // The seed the input was filled from: element i is workbook::random_uniform(seed(), i, -1, 1).
+  std::uint64_t seed() const { return seed_; }
   Grid grid;
   workbook::GuardedDeviceArray in, out;
 

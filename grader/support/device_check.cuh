@@ -1,23 +1,20 @@
 /// \file
 /// Checking large outputs on the device, where they are.
 ///
-/// agrees_on_device is the fast path of checking an output: every element against its expected
-/// value, on the device, by the rule the host's comparison applies (workbook::element_agrees);
-/// nothing comes back but a count. A grader test asks it first; only when it finds a wrong element (or a
+/// agrees_on_device is the fast path of checking an output: every element against its expected value, on the
+/// device, by the rule the host's comparison applies (workbook::element_agrees); nothing comes
+/// back but a count. A grader test asks it first; only when it finds a wrong element (or a
 /// written guard) does the test copy the output back and compare on the host, for the full
 /// report (grader::MatchesReference and the lessons' own diagnoses). So a right output costs a
 /// kernel over it instead of a copy, a host reference and a host loop: seconds at 2^28 elements.
 ///
 /// The expected value comes from a functor the test defines, `double operator()(std::size_t i)`,
 /// callable on the device: the lesson's formula on the seeded inputs (workbook::random_uniform is
-/// the same on both sides for the ranges the lessons use), or a read of device memory the grader
-/// itself filled. It must compute what the host's reference computes, so that the device does not
-/// call right what the host would call wrong; grader/support/tests/device_check_gpu_test.cu checks
-/// the rule on both sides. Known gaps, small: nvcc may fuse a multiply and an add where the host
-/// rounds twice (lesson 06's stencils, the limit abs + rel |e|), and a double expected value is not
-/// rounded to float first as the hosts' arrays are, so a result within about 1e-8 of a tolerance's
-/// edge can pass here and fail there; lesson 06 reads the input from device memory, which the
-/// student's call could have written.
+/// the same on both sides), never a read of memory the student's code could have written. It must
+/// compute what the host's reference computes, rounded as it rounds (the compiler fuses a multiply
+/// and an add unless told not to: __dmul_rn, __dadd_rn), so that the device never calls right what
+/// the host would call wrong. The value is rounded to float before the comparison, as the hosts'
+/// expected arrays are. grader/support/tests/device_check_gpu_test.cu checks the rule on both sides.
 ///
 /// Then sum_on_device: the float64 reference sum of a large input where it lies, instead of a
 /// copy back and a serial host loop (lesson 04's sums).
@@ -43,7 +40,8 @@ __global__ void count_disagreements(const float* got, std::size_t n, workbook::T
   unsigned long long mine = 0;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    mine += !workbook::element_agrees(got[i], expected(i), tolerance);
+    // Rounded to float first, as every host reference of the grader holds its expected values.
+    mine += !workbook::element_agrees(got[i], static_cast<float>(expected(i)), tolerance);
   }
   if (mine != 0) atomicAdd(wrong, mine);
 }

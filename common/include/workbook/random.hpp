@@ -24,7 +24,13 @@ WORKBOOK_HOST_DEVICE inline std::uint64_t mix64(std::uint64_t x) {
 WORKBOOK_HOST_DEVICE inline float random_uniform(std::uint64_t seed, std::uint64_t i, float lo, float hi) {
   const std::uint64_t bits = mix64(mix64(seed) ^ i);
   const float unit = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);  // 24 bits -> [0, 1)
+#if defined(__CUDA_ARCH__)
+  // Rounded multiply, then rounded add, as the host does: a fused multiply-add (nvcc's default)
+  // would round once and differ from the host wherever (hi - lo) * unit is not exact.
+  return __fadd_rn(lo, __fmul_rn(hi - lo, unit));
+#else
   return lo + (hi - lo) * unit;
+#endif
 }
 
 /// \p n values of the stream \p seed on the host, uniform in [lo, hi).

@@ -59,6 +59,26 @@ TEST_CASE("the device counts the wrong elements the host counts, every kind of w
   }
 }
 
+namespace {
+
+struct NotAFloat {  // expected values a float cannot hold: the device rounds them as the host's arrays do
+  WORKBOOK_HOST_DEVICE double operator()(std::size_t i) const { return workbook::random_uniform(3, i, -1, 1) + 1e-9; }
+};
+
+}  // namespace
+
+TEST_CASE("the device rounds expected values to float before comparing, as the host's arrays hold them",
+          "[device_check][gpu]") {
+  grader::require_gpu();
+  const std::size_t n = 4096;
+  std::vector<float> expected(n);
+  for (std::size_t i = 0; i < n; ++i) expected[i] = static_cast<float>(NotAFloat{}(i));
+  workbook::GuardedDeviceArray array(n);
+  array.upload(expected);
+  REQUIRE(workbook::compare_to_reference(expected.data(), expected.data(), n, {0, 0}).ok());
+  CHECK(grader::count_wrong_on_device(array.data(), n, {0, 0}, NotAFloat{}) == 0);
+}
+
 TEST_CASE("the device's check sees a written guard and an empty array", "[device_check][gpu]") {
   grader::require_gpu();
   const Stream f{7};
