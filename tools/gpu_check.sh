@@ -50,10 +50,13 @@ stage_build() {
 
 stage_suite() {
   # The test preset's own jobs and GPU slots; -V keeps each test's output (the summary reads it).
-  ctest --preset test -V > "$logs/suite.log" 2>&1
+  # The per-GPU lock logs every hold: where the GPU's time went (tools/lock_log_summary.py).
+  rm -f "$logs/locks.log"
+  WORKBOOK_LOCK_LOG=$PWD/$logs/locks.log ctest --preset test -V > "$logs/suite.log" 2>&1
   echo "suite: exit $?, $(grep -E 'tests passed' "$logs/suite.log")" | tee -a "$logs/stages.txt"
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/suite.log"
   grep -E "^ctest: " "$logs/suite.log" | tee -a "$logs/stages.txt"
+  python3 tools/lock_log_summary.py "$logs/locks.log" | tee -a "$logs/stages.txt"
 }
 
 stage_first_grade() {

@@ -32,6 +32,7 @@ from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMP
                       judge_correctness, judge_performance, lesson_not_gradable, measure_again, note_other_processes,
                       sanitizer_outcome)
 
+BANDWIDTH_ENV = "WORKBOOK_COPY_BANDWIDTH_GBPS"  # the copy bandwidth, as the grader programs read it
 EXIT_OK, EXIT_NOT_ALL_PASSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_BUILD, EXIT_NO_GPU_NOR_COMPILE = 0, 1, 2, 3, 4, 5
 SANITIZER_SLOWDOWN = 10  # compute-sanitizer slows kernels and API calls this much, give or take
 # The check of a pass under compute-sanitizer gets CHECK_START_S plus CHECK_SLOWDOWN times what the
@@ -137,19 +138,52 @@ def results_dir(root: Path, tree: str) -> Path:
     return root / "grade-results" if tree == "exercises" else root / "grade-results" / tree
 
 
-def query_device(index: dict, tree: str = "", cache_file: Optional[str] = None) -> subprocess.CompletedProcess:
-    """The GPU's facts and its measured copy bandwidth, from workbook_device_info. The copy is
-    timed alone on the GPU (gpu_lock.py), so the GPU is first asked who it is (its UUID). With a
-    timing cache (--timing-cache), a bandwidth this GPU measured for it lately is reused."""
-    def device_info(*flags) -> subprocess.CompletedProcess:
-        program = index["device_info"]
-        if not Path(program).is_file():  # --no-build on a build that never made it
-            why = (f"{program} is not built: build it (cmake --build {Path(program).parents[1]} --target "
-                   "workbook_device_info), or run ./grade without --no-build.")
-            return subprocess.CompletedProcess([program, *flags], 1, b"", why.encode())
-        return subprocess.run([program, *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+def _device_info(index: dict, *flags) -> subprocess.CompletedProcess:
+    program = index.get("device_info") or "workbook_device_info"
+    if not Path(program).is_file():  # --no-build on a build that never made it
+        build_dir = Path(program).resolve().parents[1]
+        why = (f"{program} is not built: build it (cmake --build {build_dir} --target "
+               "workbook_device_info), or run ./grade without --no-build.")
+        return subprocess.CompletedProcess([program, *flags], 1, b"", why.encode())
+    return subprocess.run([program, *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
 
-    facts = device_info()
+
+def device_facts(index: dict) -> subprocess.CompletedProcess:
+    """The GPU's facts (name, UUID, SMs, memory) from workbook_device_info, as JSON on stdout;
+    nothing timed, so no lock."""
+    return _device_info(index)
+
+
+def copy_bandwidth(index: dict, device: dict, cache: Optional[TimingCache] = None,
+                   who_else=None) -> Tuple[Optional[float], str]:
+    """The GPU's copy bandwidth in GB/s and how it was found (or None and why not). Call it holding the GPU
+    alone (gpu_lock.py): it is measured (workbook_device_info --measure-copy), or with a timing
+    cache, reused where this GPU measured it lately. A measured figure is kept in the cache only
+    when it is plausible and `who_else` (nvidia-smi's processes on the GPU) saw nothing else just
+    before and just after it: a disturbed figure would be the yardstick of the next gradings too."""
+    key = TimingCache.key(device.get("uuid"), "copy_bandwidth")
+    kept = cache.take(key, index.get("device_info")) if cache else None
+    if kept and plausible_bandwidth(kept.get("copy_bandwidth_gbps"), device):
+        return float(kept["copy_bandwidth_gbps"]), "kept in the timing cache"
+    who_else = who_else or (lambda: gpu_processes.compute_apps(device.get("uuid")))
+    before = who_else() if cache else None
+    measured = _device_info(index, "--measure-copy")
+    if measured.returncode != 0:
+        return None, measured.stderr.decode(errors="replace").strip() or f"workbook_device_info exited {measured.returncode}"
+    try:
+        gbps = float(json.loads(measured.stdout)["copy_bandwidth_gbps"])
+    except (ValueError, KeyError, TypeError):
+        return None, "workbook_device_info --measure-copy gave no figure"
+    if cache and plausible_bandwidth(gbps, device) and before == [] and who_else() == []:
+        cache.put(key, index.get("device_info"), {"copy_bandwidth_gbps": gbps}, "copy_bandwidth_gbps")
+    return gbps, "measured alone on the GPU"
+
+
+def query_device(index: dict, tree: str = "", cache_file: Optional[str] = None) -> subprocess.CompletedProcess:
+    """The GPU's facts and its copy bandwidth (copy_bandwidth, alone on the GPU), as JSON on stdout:
+    for a program that times everything it runs (tools/bench's sweep). ./grade asks only the facts
+    first and the bandwidth inside its hold of the GPU alone, when it times something."""
+    facts = device_facts(index)
     if facts.returncode != 0:
         return facts
     try:
@@ -157,24 +191,11 @@ def query_device(index: dict, tree: str = "", cache_file: Optional[str] = None) 
     except ValueError:
         return facts
     cache = TimingCache(Path(cache_file)) if cache_file else None
-    key = TimingCache.key(device.get("uuid"), "copy_bandwidth")
-    with GpuLock.for_device(device, tree).exclusive():  # the check, the measurement and the keeping: one grading measures
-        kept = cache.take(key, index["device_info"]) if cache else None
-        if kept and plausible_bandwidth(kept.get("copy_bandwidth_gbps"), device):
-            return subprocess.CompletedProcess([index["device_info"]], 0, json.dumps(dict(device, **kept)).encode(), b"")
-        before = gpu_processes.compute_apps(device.get("uuid")) if cache else None
-        measured = device_info("--measure-copy")
-        if cache and measured.returncode == 0:
-            after = gpu_processes.compute_apps(device.get("uuid"))
-            try:
-                gbps = float(json.loads(measured.stdout)["copy_bandwidth_gbps"])
-            except (ValueError, KeyError, TypeError):
-                gbps = 0.0
-            # Kept only when nothing else was seen on the GPU around it: a disturbed figure would be the
-            # yardstick of the next gradings too.
-            if before == [] and after == [] and plausible_bandwidth(gbps, device):
-                cache.put(key, index["device_info"], {"copy_bandwidth_gbps": gbps}, "copy_bandwidth_gbps")
-    return measured
+    with GpuLock.for_device(device, tree).exclusive():
+        gbps, why = copy_bandwidth(index, device, cache)
+    if gbps is None:
+        return subprocess.CompletedProcess(facts.args, 1, b"", why.encode())
+    return subprocess.CompletedProcess(facts.args, 0, json.dumps(dict(device, copy_bandwidth_gbps=gbps)).encode(), b"")
 
 
 def plausible_bandwidth(gbps, device: dict) -> bool:
@@ -230,7 +251,12 @@ class Grader:
                  seed: int, tree: str = "", code: Optional["CodeState"] = None):
         self.args, self.index, self.reference, self.seed = args, index, reference, seed
         self.code = code
-        self.env = {"WORKBOOK_COPY_BANDWIDTH_GBPS": str(device.get("copy_bandwidth_gbps", ""))}
+        # The copy bandwidth, the yardstick of the memory-bound timed tasks: measured (or taken
+        # from the timing cache) as the first hold of the GPU alone begins (self.alone), so that a
+        # grading that times nothing never waits for the GPU alone.
+        self.device = device
+        self.env = {BANDWIDTH_ENV: str(device.get("copy_bandwidth_gbps", ""))}
+        self._bandwidth_asked = bool(self.env[BANDWIDTH_ENV])
         if args.sanitize:
             self.env["WORKBOOK_SANITIZE"] = "1"
         self.gpu_uuid = device.get("uuid")
@@ -413,9 +439,33 @@ class Grader:
             self._hold = hold
             try:
                 hold.seen = self._who_else()
+                if not self._bandwidth_asked:
+                    self._copy_bandwidth(hold)
                 yield hold
             finally:
                 self._hold = None
+
+    def _copy_bandwidth(self, hold: "AloneOnTheGpu") -> None:
+        """The copy bandwidth, measured or taken from the timing cache, at the start of the first
+        hold alone; without it, each timed test measures its own (workbook::copy_bandwidth_gbps_for_run)."""
+        self._bandwidth_asked = True
+        began = [hold.seen]  # the question the hold began with: the one just before the measurement
+
+        def who_else():
+            if began:
+                return began.pop()
+            hold.seen = self._who_else()  # just after it: the one before the first timed task
+            return hold.seen
+
+        gbps, how = copy_bandwidth(self.index, self.device, self.timing_cache, who_else)
+        if gbps is None:
+            note = f"The copy bandwidth could not be measured ({how}); each timed test measured its own."
+            self.notes.append(note)
+            print(note, flush=True)
+            return
+        self.env[BANDWIDTH_ENV] = str(gbps)
+        self.device["copy_bandwidth_gbps"] = gbps
+        print(f"  copy bandwidth {gbps:.0f} GB/s ({how}), the yardstick of the memory-bound tasks", flush=True)
 
     def _who_else(self):
         asked = time.monotonic()
@@ -797,7 +847,7 @@ def remember(root: Path, tree_dir: Path, run: GradeRun, results: Optional[str] =
 def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, programs, reference,
                     compile_failures) -> int:
     """Everything after the build: the device query, the grading, the reports."""
-    device_query = query_device(index, tree, args.timing_cache)
+    device_query = device_facts(index)
     if device_query.returncode != 0:
         reason = device_query.stderr.decode(errors="replace").strip() or "the GPU could not be queried."
         built = [l.slug for l in lessons if l.slug in programs and l.slug not in compile_failures]
@@ -821,8 +871,7 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
     device = json.loads(device_query.stdout)
 
     seed = args.seed or random.randrange(1, 2**31)
-    print(f"Grading {tree_dir} with seed {seed} on {device.get('name')} "
-          f"(copy bandwidth {float(device.get('copy_bandwidth_gbps', 0)):.0f} GB/s)", flush=True)
+    print(f"Grading {tree_dir} with seed {seed} on {device.get('name')}", flush=True)
     grader = Grader(args, index, reference, device, seed, tree, code=CodeState(root, tree_dir))
     for note in grader.notes:
         print(note, flush=True)

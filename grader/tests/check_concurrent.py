@@ -35,7 +35,7 @@ def intervals(log: Path):
     one mode at a time, so its lines pair up in order."""
     held, found = {}, {}
     for line in log.read_text().splitlines():
-        event, mode, pid, when = line.split()
+        event, mode, pid, when = line.split()[:4]
         pid, when = int(pid), float(when)
         if event == "acquire":
             held[pid] = (mode, when)

@@ -98,6 +98,17 @@ def under_the_sanitizer(expected: dict) -> dict:
             for slug, tasks in expected.items()}
 
 
+def exits_zero(results: dict, expected: dict) -> bool:
+    """Whether ./grade should exit 0 on these expectations: every required verdict passed or
+    skipped (skipped, as under --sanitize, is not a failure). Optional tasks (challenges) do not
+    count towards the exit status."""
+    optional = {(t["tags"][0], t["tags"][1].split("_")[1]) for t in results["tests"]
+                if t["extra_data"].get("optional")}
+    return all((v if isinstance(v, str) else v["status"]) in ("passed", "skipped")
+               for slug, tasks in expected.items() for task_id, kinds in tasks.items()
+               if (slug, task_id) not in optional for v in kinds.values())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", required=True)
@@ -109,6 +120,9 @@ def main() -> int:
                         default=os.environ.get("WORKBOOK_E2E_COUNTERS") == "1",
                         help="let ./grade profile a task that fell short (Nsight Compute); off by default, or "
                              "with WORKBOOK_E2E_COUNTERS=1, since profiling holds the GPU alone")
+    parser.add_argument("--timing-cache", help="./grade --timing-cache FILE: the copy bandwidth and the reference's "
+                        "timed figures measured once and shared by the gradings that name the same FILE (the suite's "
+                        "gradings, as ./grade-class shares them within a class)")
     args = parser.parse_args()
     expected = json.loads(Path(args.expect).read_text())
     if args.lesson:  # only the lessons named are graded (named as ./grade names them), so only theirs are expected
@@ -126,6 +140,7 @@ def main() -> int:
         command = [sys.executable, str(ROOT / "grade"), "--no-build", "--build-dir", args.build_dir,
                    "--tree", args.tree, "--results", results_dir] + (["--sanitize"] if args.sanitize else []) + \
                   ([] if timed or args.sanitize else ["--no-timing"]) + ([] if args.counters else ["--no-counters"]) + \
+                  (["--timing-cache", args.timing_cache] if args.timing_cache and timed else []) + \
                   (args.lesson or list(expected))
         process = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         output = process.stdout.decode(errors="replace")
@@ -139,12 +154,7 @@ def main() -> int:
             return 1
         results = json.loads(results_path.read_text())
     problems = check(results, expected)
-    # ./grade's exit status ignores optional tasks (challenges): only the required ones count.
-    optional = {(t["tags"][0], t["tags"][1].split("_")[1]) for t in results["tests"]
-                if t["extra_data"].get("optional")}
-    all_pass_expected = all((v if isinstance(v, str) else v["status"]) == "passed"
-                            for slug, tasks in expected.items() for task_id, kinds in tasks.items()
-                            if (slug, task_id) not in optional for v in kinds.values())
+    all_pass_expected = exits_zero(results, expected)
     if (process.returncode == 0) != all_pass_expected:
         problems.append(f"./grade exited {process.returncode}; expected "
                         f"{'0 (all passed)' if all_pass_expected else '1 (not all passed)'}")

@@ -25,7 +25,7 @@ class NoGpuTest(unittest.TestCase):
                 mock.patch.object(build, "prepare", return_value=(index, "exercises")), \
                 mock.patch.object(build, "locked", return_value=contextlib.nullcontext()), \
                 mock.patch.object(cli, "build_lessons", return_value=compile_failures), \
-                mock.patch.object(cli, "query_device", return_value=NO_GPU), \
+                mock.patch.object(cli, "device_facts", return_value=NO_GPU), \
                 contextlib.redirect_stdout(io.StringIO()) as out:
             code = cli.main(["--results", d, "01", "03"], root=ROOT)
             results = json.loads((Path(d) / "results.json").read_text())
@@ -76,7 +76,7 @@ class WithGpuTest(unittest.TestCase):
                 mock.patch.object(build, "prepare", return_value=(index, "exercises")), \
                 mock.patch.object(build, "locked", return_value=contextlib.nullcontext()), \
                 mock.patch.object(cli, "build_lessons", return_value={"03_matmul": "error: x"}), \
-                mock.patch.object(cli, "query_device", return_value=device), \
+                mock.patch.object(cli, "device_facts", return_value=device), \
                 mock.patch.object(cli.Grader, "grade_lessons", grade_lessons), \
                 contextlib.redirect_stdout(io.StringIO()):
             code = cli.main(["--results", d, "01", "02", "03"], root=ROOT)

@@ -165,6 +165,73 @@ class RecheckTest(unittest.TestCase):
         self.assertIn("the first counts", r.details)
 
 
+class CopyBandwidthInTheHoldTest(unittest.TestCase):
+    """The copy bandwidth is measured as a grading's hold of the GPU alone begins, never before:
+    a grading that times nothing never waits for the GPU alone (issue 25: every ./grade measured
+    it first, each time draining every other grading's correctness phases)."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.env = mock.patch.dict(os.environ, {gpu_lock.LOCK_DIR_ENV: self.tmp.name})
+        self.env.start()
+        self.program = Path(self.tmp.name) / "workbook_device_info"
+        self.program.write_text("")
+        self.events = []  # (what, the lock held, the bandwidth in the environment)
+
+    def tearDown(self):
+        self.env.stop()
+        self.tmp.cleanup()
+
+    def grade(self, no_timing=False, measured=0):
+        grader = cli.Grader(Namespace(sanitize=False, no_timing=no_timing, timeout=None, no_sanitizer_check=True,
+                                      no_counters=True, timing_cache=None, counters_when_short=False),
+                            {"device_info": str(self.program)}, {"01_vector_add": "reference"},
+                            {"uuid": "GPU-test"}, seed=1, tree="alice_1a2b3c4d")
+
+        def run_phase(program, spec, **kwargs):
+            self.events.append((f"{program} {spec}", grader.gpu.held, kwargs["env"].get(cli.BANDWIDTH_ENV)))
+            return phase(("passed", [], {})) if "~[perf]" in spec else perf(0.9)
+
+        def device_info(command, **kwargs):
+            self.events.append((" ".join(command[1:]), grader.gpu.held, None))
+            if measured:
+                return cli.subprocess.CompletedProcess(command, 0, json.dumps({"copy_bandwidth_gbps": measured}).encode(), b"")
+            return cli.subprocess.CompletedProcess(command, 1, b"", b"no copy here")
+
+        with mock.patch.object(cli, "run_phase", run_phase), mock.patch.object(cli.subprocess, "run", device_info), \
+                mock.patch.object(gpu_processes, "compute_apps", return_value=[]), \
+                contextlib.redirect_stdout(io.StringIO()) as out:
+            result = grader.grade_lessons([(lesson(), "student", None), (lesson(), "student", None)])
+        return grader, result, out.getvalue()
+
+    def test_measured_once_alone_before_the_first_timed_test(self):
+        grader, _, output = self.grade(measured=3001.5)
+        measures = [i for i, e in enumerate(self.events) if e[0] == "--measure-copy"]
+        self.assertEqual(len(measures), 1)  # once for both lessons
+        self.assertEqual(self.events[measures[0]][1], "EX")
+        correctness = [e for e in self.events[:measures[0]]]
+        self.assertTrue(correctness and all(held == "SH" and env == "" for _, held, env in correctness))
+        timed = self.events[measures[0] + 1:]
+        self.assertTrue(timed and all(held == "EX" and env == "3001.5" for _, held, env in timed))
+        self.assertEqual(grader.device["copy_bandwidth_gbps"], 3001.5)  # for the scoreboard's header
+        self.assertIn("copy bandwidth 3002 GB/s (measured alone on the GPU)", output)
+
+    def test_a_grading_that_times_nothing_never_measures_nor_holds_the_gpu_alone(self):
+        grader, _, _ = self.grade(no_timing=True, measured=3001.5)
+        self.assertNotIn("--measure-copy", [e[0] for e in self.events])
+        self.assertEqual({held for _, held, _ in self.events}, {"SH"})
+        self.assertNotIn("copy_bandwidth_gbps", grader.device)
+
+    def test_a_failed_measurement_is_said_and_each_timed_test_measures_its_own(self):
+        grader, result, output = self.grade(measured=0)
+        self.assertEqual([e[0] for e in self.events].count("--measure-copy"), 1)  # not retried at every task
+        self.assertIn("The copy bandwidth could not be measured (no copy here)", output)
+        self.assertIn("The copy bandwidth could not be measured (no copy here); each timed test measured its own.",
+                      grader.notes)
+        self.assertTrue(all(env == "" for what, _, env in self.events if what.endswith("[task_1][perf]")))
+        self.assertEqual(result[0].tasks[0].performance.status, scoring.PASSED)
+
+
 class GraderPerformanceTest(unittest.TestCase):
     """Grader.grade_lesson with stand-in phases: how often the performance phase runs, under
     which lock, and what the scoreboard says about other processes."""

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from helpers import lesson, matmul_lesson
 from driver import scoring
 from driver.reports import format_scoreboard, gradescope_results, junit_xml, write_reports
-from check_grades import check, under_the_sanitizer
+from check_grades import check, exits_zero, under_the_sanitizer
 
 
 def sample_run():
@@ -149,6 +149,14 @@ class CheckGradesTest(unittest.TestCase):
             "2": {"correctness": "failed", "performance": {"status": "not_run"}},
             "3": {"performance": "skipped"}}})
         self.assertEqual(expected["01_vector_add"]["1"]["performance"], "passed")  # the original is left alone
+
+    def test_skipped_verdicts_expect_exit_zero_and_a_required_failure_does_not(self):
+        results = gradescope_results(sample_run())
+        passed = {"01_vector_add": {"1": {"correctness": "passed", "performance": "passed"}}}
+        self.assertTrue(exits_zero(results, passed))
+        self.assertTrue(exits_zero(results, under_the_sanitizer(passed)))  # skipped is not a failure
+        self.assertFalse(exits_zero(results, {"01_vector_add": {"1": {"correctness": "failed"}}}))
+        self.assertFalse(exits_zero(results, {"01_vector_add": {"1": {"performance": {"status": "not_run"}}}}))
 
     def test_a_metric_out_of_its_bounds_is_reported(self):
         results = gradescope_results(sample_run())

@@ -1,0 +1,63 @@
+"""tools/lock_log_summary.py: where a GPU's time went, from the per-GPU lock's log."""
+import io
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+from pathlib import Path
+from unittest import mock
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import lock_log_summary  # noqa: E402
+from driver import gpu_lock  # noqa: E402
+
+# Two correctness phases side by side (0-4 s, 1-3 s), nobody (4-5 s), one grading alone (5-8 s),
+# another alone (8-9 s) whose tree is left out (an older log), then a shared hold never released.
+LOG = """acquire SH 10 100.0 alice
+acquire SH 11 101.0 bob
+release SH 11 103.0 bob
+release SH 10 104.0 alice
+acquire EX 12 105.0 carol
+release EX 12 108.0 carol
+acquire EX 13 108.0
+release EX 13 109.0
+acquire SH 14 109.5 dave
+acquire SH 15 110.0 erin
+release SH 15 110.0 erin
+"""
+
+
+class LockLogSummaryTest(unittest.TestCase):
+    def test_the_gpu_alone_correctness_only_and_nobody_add_up_to_the_span(self):
+        lines = lock_log_summary.summarize(lock_log_summary.intervals(LOG.splitlines()))
+        self.assertEqual(lines[0], "lock log: 10 s from the first hold to the last; the GPU alone 4 s (2 holds), "
+                                   "correctness only 4 s, nobody 2 s")
+        self.assertEqual(lines[1], "lock log: alone longest: carol 3 s (1), - 1 s (1)")
+
+    def test_a_log_the_lock_wrote_is_read_with_its_trees(self):
+        with tempfile.TemporaryDirectory() as d:
+            log = Path(d) / "locks.log"
+            with mock.patch.dict(os.environ, {gpu_lock.LOCK_DIR_ENV: d, gpu_lock.LOCK_LOG_ENV: str(log)}):
+                with gpu_lock.GpuLock("GPU-test", tree="broken variant/1").exclusive():
+                    pass
+                with gpu_lock.GpuLock("GPU-test", tree="").shared():
+                    pass
+            found = lock_log_summary.intervals(log.read_text().splitlines())
+        self.assertEqual([(mode, tree) for mode, _, _, tree in found], [("EX", "broken_variant_1"), ("SH", "-")])
+
+    def test_a_line_that_is_not_the_lock_s_is_refused_by_number(self):
+        with self.assertRaisesRegex(ValueError, "line 2 is not"):
+            lock_log_summary.intervals(["acquire EX 1 1.0 t", "hello"])
+        with tempfile.TemporaryDirectory() as d:
+            bad = Path(d) / "bad.log"
+            bad.write_text("hello world\n")
+            err = io.StringIO()
+            with mock.patch.object(sys, "stderr", err), redirect_stdout(io.StringIO()):
+                self.assertEqual(lock_log_summary.main([str(bad)]), 2)
+            self.assertIn("line 1 is not", err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Where a GPU's time went, from the per-GPU lock's log (WORKBOOK_LOCK_LOG, grader/driver/gpu_lock.py).
+
+    tools/lock_log_summary.py LOG [--top N]
+
+Prints, over the span from the first line to the last: the seconds some process held the GPU
+alone (EX) and in how many holds, the seconds only correctness phases held it (SH), the seconds
+nobody held it, and the trees that held it alone longest. tools/gpu_check.sh's suite stage runs
+it on the suite's log: the time alone is the floor of the suite's wall time on one GPU, and the
+time nobody held it is what the gradings lost waiting for each other (or for the CPU)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+Interval = Tuple[str, float, float, str]  # mode, start, end, tree
+
+
+def intervals(lines: List[str]) -> List[Interval]:
+    """Each hold as (mode, start, end, tree). A process holds one mode at a time, so its acquire
+    and release lines pair up in order; a hold never released ends at the log's last line."""
+    held: Dict[str, Tuple[str, float, str]] = {}
+    found: List[Interval] = []
+    last = 0.0
+    for number, line in enumerate(lines, 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) < 4 or fields[0] not in ("acquire", "release"):
+            raise ValueError(f"line {number} is not 'acquire|release MODE PID TIME [TREE]': {line!r}")
+        event, mode, pid, when = fields[:4]
+        tree = fields[4] if len(fields) > 4 else "-"
+        when = float(when)
+        last = max(last, when)
+        if event == "acquire":
+            held[pid] = (mode, when, tree)
+        elif pid in held:
+            start_mode, start, start_tree = held.pop(pid)
+            found.append((start_mode, start, when, start_tree))
+    found += [(mode, start, last, tree) for mode, start, tree in held.values()]
+    return found
+
+
+def summarize(found: List[Interval], top: int = 5) -> List[str]:
+    if not found:
+        return ["lock log: no holds"]
+    begin, end = min(i[1] for i in found), max(i[2] for i in found)
+    # Sweep the events: at each moment, whether an EX or only SH holds are open.
+    events = sorted([(s, 1, m) for m, s, _, _ in found] + [(e, -1, m) for m, _, e, _ in found],
+                    key=lambda e: (e[0], e[1]))
+    open_holds = {"EX": 0, "SH": 0}
+    spent = {"EX": 0.0, "SH": 0.0, "none": 0.0}
+    previous = begin
+    for when, step, mode in events:
+        state = "EX" if open_holds["EX"] else "SH" if open_holds["SH"] else "none"
+        spent[state] += when - previous
+        previous = when
+        open_holds[mode] += step
+    alone = [i for i in found if i[0] == "EX"]
+    by_tree: Dict[str, float] = defaultdict(float)
+    holds_by_tree: Dict[str, int] = defaultdict(int)
+    for _, start, stop, tree in alone:
+        by_tree[tree] += stop - start
+        holds_by_tree[tree] += 1
+    span = end - begin
+    lines = [f"lock log: {span:.0f} s from the first hold to the last; the GPU alone {spent['EX']:.0f} s "
+             f"({len(alone)} holds), correctness only {spent['SH']:.0f} s, nobody {spent['none']:.0f} s"]
+    longest = sorted(by_tree.items(), key=lambda kv: -kv[1])[:top]
+    if longest:
+        lines.append("lock log: alone longest: " + ", ".join(
+            f"{tree} {seconds:.0f} s ({holds_by_tree[tree]})" for tree, seconds in longest))
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("log", type=Path)
+    parser.add_argument("--top", type=int, default=5, help="how many trees to name (default 5)")
+    args = parser.parse_args(argv)
+    try:
+        found = intervals(args.log.read_text().splitlines())
+    except (OSError, ValueError) as e:
+        print(f"lock_log_summary: {args.log}: {e}", file=sys.stderr)
+        return 2
+    print("\n".join(summarize(found, args.top)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
