@@ -62,12 +62,12 @@ stage_suite() {
 stage_first_grade() {
   local fresh=/tmp/workbook-fresh-clone started
   rm -rf "$fresh"
-  # A fresh clone; where this copy has no git history (a device's copy of the working tree), the
-  # tracked-looking files without the build folders, as a clone would hold them.
-  if ! git clone -q . "$fresh" 2>/dev/null; then
-    mkdir -p "$fresh" && tar --exclude=./build --exclude=./.git -cf - . | tar -xf - -C "$fresh" ||
-      { echo "first-grade: could not copy the tree" | tee -a "$logs/stages.txt"; return; }
-  fi
+  # The working tree as a fresh clone holds it: the files git would commit (tracked, and untracked
+  # ones not ignored), no build folders. Not `git clone .`: on a device machine the copy's .git can
+  # be older than its working tree (a clone there graded an older commit).
+  mkdir -p "$fresh"
+  git ls-files -z --cached --others --exclude-standard | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$fresh" ||
+    { echo "first-grade: could not copy the tree" | tee -a "$logs/stages.txt"; return; }
   for args in "01" ""; do
     started=$SECONDS
     # shellcheck disable=SC2086  # "" is ./grade with no lesson: every lesson

@@ -5,7 +5,9 @@
 
 Prints, over the span from the first line to the last: the seconds some process held the GPU
 alone (EX) and in how many holds, the seconds only correctness phases held it (SH), the seconds
-nobody held it, and the trees that held it alone longest. tools/gpu_check.sh's suite stage runs
+nobody held it, and the trees that held it alone longest. A log can hold several locks (a
+suite's unit tests take locks of their own in temporary folders): the GPU's is the one held
+most, and the others are counted and left out. tools/gpu_check.sh's suite stage runs
 it on the suite's log: the time alone is the floor of the suite's wall time on one GPU, and the
 time nobody held it is what the gradings lost waiting for each other (or for the CPU)."""
 from __future__ import annotations
@@ -16,13 +18,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-Interval = Tuple[str, float, float, str]  # mode, start, end, tree
+Interval = Tuple[str, float, float, str, str]  # mode, start, end, tree, lock file
 
 
 def intervals(lines: List[str]) -> List[Interval]:
-    """Each hold as (mode, start, end, tree). A process holds one mode at a time, so its acquire
-    and release lines pair up in order; a hold never released ends at the log's last line."""
-    held: Dict[str, Tuple[str, float, str]] = {}
+    """Each hold as (mode, start, end, tree, lock). A process holds one mode at a time, so its
+    acquire and release lines pair up in order; a hold never released ends at the log's last line."""
+    held: Dict[str, Tuple[str, float, str, str]] = {}
     found: List[Interval] = []
     last = 0.0
     for number, line in enumerate(lines, 1):
@@ -30,26 +32,36 @@ def intervals(lines: List[str]) -> List[Interval]:
         if not fields:
             continue
         if len(fields) < 4 or fields[0] not in ("acquire", "release"):
-            raise ValueError(f"line {number} is not 'acquire|release MODE PID TIME [TREE]': {line!r}")
+            raise ValueError(f"line {number} is not 'acquire|release MODE PID TIME [TREE [LOCK]]': {line!r}")
         event, mode, pid, when = fields[:4]
         tree = fields[4] if len(fields) > 4 else "-"
-        when = float(when)
+        lock = fields[5] if len(fields) > 5 else "-"
+        try:
+            when = float(when)
+        except ValueError:
+            raise ValueError(f"line {number}: {when!r} is not a time") from None
         last = max(last, when)
         if event == "acquire":
-            held[pid] = (mode, when, tree)
+            held[pid] = (mode, when, tree, lock)
         elif pid in held:
-            start_mode, start, start_tree = held.pop(pid)
-            found.append((start_mode, start, when, start_tree))
-    found += [(mode, start, last, tree) for mode, start, tree in held.values()]
+            start_mode, start, start_tree, start_lock = held.pop(pid)
+            found.append((start_mode, start, when, start_tree, start_lock))
+    found += [(mode, start, last, tree, lock) for mode, start, tree, lock in held.values()]
     return found
 
 
 def summarize(found: List[Interval], top: int = 5) -> List[str]:
     if not found:
         return ["lock log: no holds"]
+    holds_by_lock: Dict[str, int] = defaultdict(int)
+    for hold in found:
+        holds_by_lock[hold[4]] += 1
+    gpu = max(holds_by_lock, key=holds_by_lock.get)
+    others = len(found) - holds_by_lock[gpu]
+    found = [hold for hold in found if hold[4] == gpu]
     begin, end = min(i[1] for i in found), max(i[2] for i in found)
     # Sweep the events: at each moment, whether an EX or only SH holds are open.
-    events = sorted([(s, 1, m) for m, s, _, _ in found] + [(e, -1, m) for m, _, e, _ in found],
+    events = sorted([(s, 1, m) for m, s, _, _, _ in found] + [(e, -1, m) for m, _, e, _, _ in found],
                     key=lambda e: (e[0], e[1]))
     open_holds = {"EX": 0, "SH": 0}
     spent = {"EX": 0.0, "SH": 0.0, "none": 0.0}
@@ -62,12 +74,13 @@ def summarize(found: List[Interval], top: int = 5) -> List[str]:
     alone = [i for i in found if i[0] == "EX"]
     by_tree: Dict[str, float] = defaultdict(float)
     holds_by_tree: Dict[str, int] = defaultdict(int)
-    for _, start, stop, tree in alone:
+    for _, start, stop, tree, _ in alone:
         by_tree[tree] += stop - start
         holds_by_tree[tree] += 1
     span = end - begin
     lines = [f"lock log: {span:.0f} s from the first hold to the last; the GPU alone {spent['EX']:.0f} s "
-             f"({len(alone)} holds), correctness only {spent['SH']:.0f} s, nobody {spent['none']:.0f} s"]
+             f"({len(alone)} holds), correctness only {spent['SH']:.0f} s, nobody {spent['none']:.0f} s"
+             + (f" ({others} holds of other locks left out)" if others else "")]
     longest = sorted(by_tree.items(), key=lambda kv: -kv[1])[:top]
     if longest:
         lines.append("lock log: alone longest: " + ", ".join(

@@ -21,8 +21,8 @@ Other programs take part the same way; to time something alone on the GPU (a swe
         ...
 
 With WORKBOOK_LOCK_LOG set, every acquire and release is appended to that file as
-"acquire EX <pid> <unix time> <tree>" ("release SH ..."): the tests check that timed phases
-never overlapped, and tools/lock_log_summary.py says where a suite's GPU time went."""
+"acquire EX <pid> <unix time> <tree> <lock file>" ("release SH ..."): the tests check that timed
+phases never overlapped, and tools/lock_log_summary.py says where a suite's GPU time went."""
 from __future__ import annotations
 
 import fcntl
@@ -71,11 +71,13 @@ def _user() -> str:
         return str(os.getuid())
 
 
-def _log(event: str, mode: str, tree: str = "") -> None:
+def _log(event: str, mode: str, tree: str = "", lock: str = "") -> None:
     path = os.environ.get(LOCK_LOG_ENV)
     if path:
+        tree = re.sub(r"[^A-Za-z0-9_.-]+", "_", tree) or "-"
+        lock = re.sub(r"\s+", "_", lock) or "-"
         with open(path, "a") as f:
-            f.write(f"{event} {mode} {os.getpid()} {time.time():.6f} {re.sub(r'[^A-Za-z0-9_.-]+', '_', tree) or '-'}\n")
+            f.write(f"{event} {mode} {os.getpid()} {time.time():.6f} {tree} {lock}\n")
 
 
 class GpuLock:
@@ -150,11 +152,11 @@ class GpuLock:
             file_lock.write_holder(self.holder, {"pid": os.getpid(), "user": _user(), "tree": self.tree,
                                                  "program": file_lock.program_name(),
                                                  "since": time.strftime("%H:%M:%S")})
-        _log("acquire", mode, self.tree)
+        _log("acquire", mode, self.tree, str(self.path))
         try:
             yield
         finally:
-            _log("release", mode, self.tree)
+            _log("release", mode, self.tree, str(self.path))
             _seconds[_MODE_NAMES[mode]]["held"] += time.monotonic() - taken
             if mode == EXCLUSIVE:
                 file_lock.clear_holder(self.holder)

@@ -13,27 +13,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lock_log_summary  # noqa: E402
 from driver import gpu_lock  # noqa: E402
 
-# Two correctness phases side by side (0-4 s, 1-3 s), nobody (4-5 s), one grading alone (5-8 s),
-# another alone (8-9 s) whose tree is left out (an older log), then a shared hold never released.
-LOG = """acquire SH 10 100.0 alice
-acquire SH 11 101.0 bob
-release SH 11 103.0 bob
-release SH 10 104.0 alice
-acquire EX 12 105.0 carol
-release EX 12 108.0 carol
+# On the GPU's lock (G): two correctness phases side by side (0-4 s, 1-3 s), nobody (4-5 s), one
+# grading alone (5-8 s), another alone (8-9 s) whose tree and lock are left out (an older log,
+# counted on G's lock as the only other one), then a shared hold never released. A unit test's lock
+# of its own (U) holds the GPU alone at 4-5 s: left out.
+LOG = """acquire SH 10 100.0 alice /tmp/G.lock
+acquire SH 11 101.0 bob /tmp/G.lock
+release SH 11 103.0 bob /tmp/G.lock
+release SH 10 104.0 alice /tmp/G.lock
+acquire EX 20 104.0 t /tmp/U.lock
+release EX 20 105.0 t /tmp/U.lock
+acquire EX 12 105.0 carol /tmp/G.lock
+release EX 12 108.0 carol /tmp/G.lock
 acquire EX 13 108.0
 release EX 13 109.0
-acquire SH 14 109.5 dave
-acquire SH 15 110.0 erin
-release SH 15 110.0 erin
+acquire SH 14 109.5 dave /tmp/G.lock
+acquire SH 15 110.0 erin /tmp/G.lock
+release SH 15 110.0 erin /tmp/G.lock
 """
 
 
 class LockLogSummaryTest(unittest.TestCase):
     def test_the_gpu_alone_correctness_only_and_nobody_add_up_to_the_span(self):
-        lines = lock_log_summary.summarize(lock_log_summary.intervals(LOG.splitlines()))
+        found = lock_log_summary.intervals(LOG.splitlines())
+        lines = lock_log_summary.summarize([hold if hold[4] != "-" else hold[:4] + ("/tmp/G.lock",) for hold in found])
         self.assertEqual(lines[0], "lock log: 10 s from the first hold to the last; the GPU alone 4 s (2 holds), "
-                                   "correctness only 4 s, nobody 2 s")
+                                   "correctness only 4 s, nobody 2 s (1 holds of other locks left out)")
         self.assertEqual(lines[1], "lock log: alone longest: carol 3 s (1), - 1 s (1)")
 
     def test_a_log_the_lock_wrote_is_read_with_its_trees(self):
@@ -44,12 +49,16 @@ class LockLogSummaryTest(unittest.TestCase):
                     pass
                 with gpu_lock.GpuLock("GPU-test", tree="").shared():
                     pass
+                lock = str(gpu_lock.GpuLock("GPU-test").path)
             found = lock_log_summary.intervals(log.read_text().splitlines())
-        self.assertEqual([(mode, tree) for mode, _, _, tree in found], [("EX", "broken_variant_1"), ("SH", "-")])
+        self.assertEqual([(mode, tree, held) for mode, _, _, tree, held in found],
+                         [("EX", "broken_variant_1", lock), ("SH", "-", lock)])
 
     def test_a_line_that_is_not_the_lock_s_is_refused_by_number(self):
         with self.assertRaisesRegex(ValueError, "line 2 is not"):
             lock_log_summary.intervals(["acquire EX 1 1.0 t", "hello"])
+        with self.assertRaisesRegex(ValueError, "line 1: 'noon' is not a time"):
+            lock_log_summary.intervals(["acquire EX 1 noon t"])
         with tempfile.TemporaryDirectory() as d:
             bad = Path(d) / "bad.log"
             bad.write_text("hello world\n")
