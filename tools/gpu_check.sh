@@ -66,8 +66,14 @@ stage_first_grade() {
   # ones not ignored), no build folders. Not `git clone .`: on a device machine the copy's .git can
   # be older than its working tree (a clone there graded an older commit).
   mkdir -p "$fresh"
-  git ls-files -z --cached --others --exclude-standard | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$fresh" ||
-    { echo "first-grade: could not copy the tree" | tee -a "$logs/stages.txt"; return; }
+  if ! git ls-files -z --cached --others --exclude-standard > "$logs/first_grade_files" 2>/dev/null; then
+    # No usable git here (no .git, or one git will not read): every file but the build folders.
+    tar --exclude=./build --exclude=./.git --exclude=./gpu-check -cf - . | tar -xf - -C "$fresh" ||
+      { echo "first-grade: could not copy the tree" | tee -a "$logs/stages.txt"; return; }
+  else
+    tar --null --ignore-failed-read -T "$logs/first_grade_files" -cf - 2>/dev/null | tar -xf - -C "$fresh" ||
+      { echo "first-grade: could not copy the tree" | tee -a "$logs/stages.txt"; return; }
+  fi
   for args in "01" ""; do
     started=$SECONDS
     # shellcheck disable=SC2086  # "" is ./grade with no lesson: every lesson

@@ -7,7 +7,8 @@ Prints, over the span from the first line to the last: the seconds some process 
 alone (EX) and in how many holds, the seconds only correctness phases held it (SH), the seconds
 nobody held it, and the trees that held it alone longest. A log can hold several locks (a
 suite's unit tests take locks of their own in temporary folders): the GPU's is the one held
-most, and the others are counted and left out. tools/gpu_check.sh's suite stage runs
+most, and the others are counted and left out (on a machine of several GPUs, summarise each
+GPU's log apart: WORKBOOK_LOCK_LOG names one file for all). tools/gpu_check.sh's suite stage runs
 it on the suite's log: the time alone is the floor of the suite's wall time on one GPU, and the
 time nobody held it is what the gradings lost waiting for each other (or for the CPU)."""
 from __future__ import annotations
@@ -22,9 +23,10 @@ Interval = Tuple[str, float, float, str, str]  # mode, start, end, tree, lock fi
 
 
 def intervals(lines: List[str]) -> List[Interval]:
-    """Each hold as (mode, start, end, tree, lock). A process holds one mode at a time, so its
-    acquire and release lines pair up in order; a hold never released ends at the log's last line."""
-    held: Dict[str, Tuple[str, float, str, str]] = {}
+    """Each hold as (mode, start, end, tree, lock). A process holds one mode of a lock at a time, so
+    its acquire and release lines of that lock pair up in order; a hold never released (a process
+    killed while it held the lock) ends at the log's last line."""
+    held: Dict[Tuple[str, str], Tuple[str, float, str, str]] = {}
     found: List[Interval] = []
     last = 0.0
     for number, line in enumerate(lines, 1):
@@ -42,9 +44,9 @@ def intervals(lines: List[str]) -> List[Interval]:
             raise ValueError(f"line {number}: {when!r} is not a time") from None
         last = max(last, when)
         if event == "acquire":
-            held[pid] = (mode, when, tree, lock)
-        elif pid in held:
-            start_mode, start, start_tree, start_lock = held.pop(pid)
+            held[(pid, lock)] = (mode, when, tree, lock)
+        elif (pid, lock) in held:
+            start_mode, start, start_tree, start_lock = held.pop((pid, lock))
             found.append((start_mode, start, when, start_tree, start_lock))
     found += [(mode, start, last, tree, lock) for mode, start, tree, lock in held.values()]
     return found

@@ -154,6 +154,9 @@ def device_facts(index: dict) -> subprocess.CompletedProcess:
     return _device_info(index)
 
 
+KEPT = "kept in the timing cache"
+
+
 def copy_bandwidth(index: dict, device: dict, cache: Optional[TimingCache] = None,
                    who_else=None) -> Tuple[Optional[float], str]:
     """The GPU's copy bandwidth in GB/s and how it was found (or None and why not). Call it holding the GPU
@@ -164,10 +167,13 @@ def copy_bandwidth(index: dict, device: dict, cache: Optional[TimingCache] = Non
     key = TimingCache.key(device.get("uuid"), "copy_bandwidth")
     kept = cache.take(key, index.get("device_info")) if cache else None
     if kept and plausible_bandwidth(kept.get("copy_bandwidth_gbps"), device):
-        return float(kept["copy_bandwidth_gbps"]), "kept in the timing cache"
+        return float(kept["copy_bandwidth_gbps"]), KEPT
     who_else = who_else or (lambda: gpu_processes.compute_apps(device.get("uuid")))
     before = who_else() if cache else None
-    measured = _device_info(index, "--measure-copy")
+    try:
+        measured = _device_info(index, "--measure-copy")
+    except (subprocess.SubprocessError, OSError) as e:  # a copy that never ended, a program that cannot start
+        return None, f"workbook_device_info --measure-copy: {e}"
     if measured.returncode != 0:
         return None, measured.stderr.decode(errors="replace").strip() or f"workbook_device_info exited {measured.returncode}"
     try:
@@ -450,14 +456,18 @@ class Grader:
         hold alone; without it, each timed test measures its own (workbook::copy_bandwidth_gbps_for_run)."""
         self._bandwidth_asked = True
         began = [hold.seen]  # the question the hold began with: the one just before the measurement
+        asked_after = []
 
         def who_else():
             if began:
                 return began.pop()
             hold.seen = self._who_else()  # just after it: the one before the first timed task
+            asked_after.append(True)
             return hold.seen
 
         gbps, how = copy_bandwidth(self.index, self.device, self.timing_cache, who_else)
+        if gbps is not None and not asked_after and how != KEPT:
+            hold.seen = self._who_else()  # the first timed task's "before" is as it ends, not as the hold began
         if gbps is None:
             note = f"The copy bandwidth could not be measured ({how}); each timed test measured its own."
             self.notes.append(note)

@@ -54,6 +54,12 @@ class LockLogSummaryTest(unittest.TestCase):
         self.assertEqual([(mode, tree, held) for mode, _, _, tree, held in found],
                          [("EX", "broken_variant_1", lock), ("SH", "-", lock)])
 
+    def test_one_process_s_holds_of_two_locks_pair_up_lock_by_lock(self):
+        found = lock_log_summary.intervals(["acquire SH 7 1.0 t /tmp/G.lock", "acquire EX 7 2.0 t /tmp/U.lock",
+                                            "release EX 7 3.0 t /tmp/U.lock", "release SH 7 5.0 t /tmp/G.lock"])
+        self.assertEqual(sorted((mode, start, end, lock) for mode, start, end, _, lock in found),
+                         [("EX", 2.0, 3.0, "/tmp/U.lock"), ("SH", 1.0, 5.0, "/tmp/G.lock")])
+
     def test_a_line_that_is_not_the_lock_s_is_refused_by_number(self):
         with self.assertRaisesRegex(ValueError, "line 2 is not"):
             lock_log_summary.intervals(["acquire EX 1 1.0 t", "hello"])

@@ -194,6 +194,8 @@ class CopyBandwidthInTheHoldTest(unittest.TestCase):
 
         def device_info(command, **kwargs):
             self.events.append((" ".join(command[1:]), grader.gpu.held, None))
+            if measured == "hangs":
+                raise cli.subprocess.TimeoutExpired(command, 120)
             if measured:
                 return cli.subprocess.CompletedProcess(command, 0, json.dumps({"copy_bandwidth_gbps": measured}).encode(), b"")
             return cli.subprocess.CompletedProcess(command, 1, b"", b"no copy here")
@@ -221,6 +223,12 @@ class CopyBandwidthInTheHoldTest(unittest.TestCase):
         self.assertNotIn("--measure-copy", [e[0] for e in self.events])
         self.assertEqual({held for _, held, _ in self.events}, {"SH"})
         self.assertNotIn("copy_bandwidth_gbps", grader.device)
+
+    def test_a_measurement_that_never_ends_is_said_and_the_grading_goes_on(self):
+        grader, result, output = self.grade(measured="hangs")
+        self.assertIn("The copy bandwidth could not be measured (workbook_device_info --measure-copy:", output)
+        self.assertEqual(result[0].tasks[0].performance.status, scoring.PASSED)
+        self.assertIsNone(grader.gpu.held)
 
     def test_a_failed_measurement_is_said_and_each_timed_test_measures_its_own(self):
         grader, result, output = self.grade(measured=0)

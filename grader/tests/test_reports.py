@@ -157,6 +157,8 @@ class CheckGradesTest(unittest.TestCase):
         self.assertTrue(exits_zero(results, under_the_sanitizer(passed)))  # skipped is not a failure
         self.assertFalse(exits_zero(results, {"01_vector_add": {"1": {"correctness": "failed"}}}))
         self.assertFalse(exits_zero(results, {"01_vector_add": {"1": {"performance": {"status": "not_run"}}}}))
+        # as GradeRun.all_passed: skipped counts as passing for a performance only
+        self.assertFalse(exits_zero(results, {"01_vector_add": {"1": {"correctness": "skipped"}}}))
 
     def test_a_metric_out_of_its_bounds_is_reported(self):
         results = gradescope_results(sample_run())
