@@ -86,10 +86,12 @@ stage_first_grade() {
 stage_class() {
   local size=$1 started class=build/gpu-check-class
   started=$SECONDS
-  rm -rf "$class"  # check_class.py --keep resumes a class it finds there
-  python3 grader/tests/check_class.py --size "$size" --lessons 01 02 03 04 05 06 07 --per-gpu 4 \
+  rm -rf "$class" "$logs/locks_class_$size.log"  # check_class.py --keep resumes a class it finds there
+  WORKBOOK_LOCK_LOG=$PWD/$logs/locks_class_$size.log \
+    python3 grader/tests/check_class.py --size "$size" --lessons 01 02 03 04 05 06 07 --per-gpu 4 \
     --build-dir build/class-check --keep "$class" > "$logs/class_$size.log" 2>&1
   echo "class $size: exit $?, $((SECONDS - started)) s, $(tail -1 "$logs/class_$size.log")" | tee -a "$logs/stages.txt"
+  python3 tools/lock_log_summary.py "$logs/locks_class_$size.log" | tee -a "$logs/stages.txt"
   cp "$class/grades/class.json" "$logs/class_$size.json" 2>/dev/null
   # Where the class's time went (class.json's "time", grader/README.md).
   python3 - "$class/grades/class.json" <<'PY' | tee -a "$logs/stages.txt"
