@@ -229,6 +229,16 @@ stage_stats() {
   grep -E "^seed [0-9]+: FAILED" "$logs/stats.log" | head -5
 }
 
+# Stopped by a time limit (timeout sends TERM) or Ctrl-C: the lock log's summary so far and every
+# log still reach $OUT.
+stopped() {
+  [ -f "$logs/locks.log" ] && python3 tools/lock_log_summary.py "$logs/locks.log" | sed 's/^/stopped: /' |
+    tee -a "$logs/stages.txt"
+  tar -czf "$out/logs.tar.gz" -C "$logs" .
+  exit 124
+}
+trap stopped TERM INT
+
 [ $# -gt 0 ] || set -- build suite summary
 while [ $# -gt 0 ]; do
   stage=$1
