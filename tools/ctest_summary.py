@@ -7,10 +7,15 @@ on the JUnit report the test preset writes. Without a GPU, every test that runs 
 reports "skipped"; this says so in one line instead of a list of a hundred names. Before it,
 two lines on time: the wall time against the tests' own seconds added up, the slowest tests
 (the wall time can be no shorter than the longest), and the seconds of each group of tests
-(grader.e2e, grader.driver, common, ...): on a GPU machine, what to shorten first.
+(grader.e2e, grader.driver, common, ...): on a GPU machine, what to shorten first. On a GPU
+machine one more: the end-to-end gradings' seconds added up phase by phase (correctness, the
+sanitizer check, timed, reference, counters; of each, the seconds inside the test cases) and
+their waits for the GPU lock and holds of it, from the "grading time:" line each check_grades.py
+prints.
 
     tools/ctest_summary.py build/test/Testing/ctest-junit.xml
 """
+import json
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -71,10 +76,37 @@ def time_lines(suite: ET.Element, slowest: int = 5) -> list:
             "ctest: by group: " + ", ".join(f"{g} {s:.0f} s ({n})" for g, (n, s) in by_group)]
 
 
+GRADING_TIME = re.compile(r"(?m)^grading time: (\{.*\})$")  # grader/tests/check_grades.py's time_line
+
+
+def grading_lines(suite: ET.Element) -> list:
+    """The gradings' seconds, added up over the suite: each phase (largest first, with the share
+    inside the test cases), and the GPU lock's waits and holds. [] when no test printed any."""
+    phases, in_tests, lock, gradings = Counter(), Counter(), Counter(), 0
+    for case in suite.iter("testcase"):
+        for found in GRADING_TIME.finditer(case.findtext("system-out") or ""):
+            try:
+                spent = json.loads(found.group(1))
+                for into, key in ((phases, "phases"), (in_tests, "in_tests"), (lock, "lock")):
+                    into.update({k: float(v) for k, v in spent.get(key, {}).items()})
+            except (ValueError, TypeError, AttributeError):
+                continue
+            gradings += 1
+    if not gradings:
+        return []
+    shown = []
+    for phase, seconds in phases.most_common():
+        inside = in_tests.get(f"{phase}_in_tests")
+        shown.append(f"{phase} {seconds:.0f} s" + (f" ({inside:.0f} s in the tests)" if inside is not None else ""))
+    held = ", ".join(f"{what.replace('_', ' ')} {seconds:.0f} s" for what, seconds in sorted(lock.items()))
+    return [f"ctest: the {gradings} gradings' seconds: {', '.join(shown) or 'none'}",
+            f"ctest: the gradings and the GPU lock: {held or 'no lock taken'}"]
+
+
 def summarize(junit_text: str) -> str:
     """Lines on time, then one or more on skips; the last says how many tests were skipped and why."""
     suite = ET.fromstring(junit_text)
-    timing = time_lines(suite)
+    timing = time_lines(suite) + grading_lines(suite)
     cases = suite.iter("testcase")
     total, reasons = 0, Counter()
     for case in cases:

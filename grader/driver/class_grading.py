@@ -461,27 +461,15 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
             seconds.append(float(record["seconds"]))
         # results.json was written by the submission's grading: anything not of the expected shape is
         # left out of the sums, never a reason for the class's summary not to appear.
-        results = read_json(paths.feedback(name) / "results.json")
-        extra = results.get("extra_data") if isinstance(results, dict) else None
-        extra = extra if isinstance(extra, dict) else {}
-        for key, total, per_lesson in (("wall_s", phases, by_lesson), ("wall_detail_s", details, details_by_lesson)):
-            walls = extra.get(key)
-            for slug, wall in (walls.items() if isinstance(walls, dict) else []):
-                if not isinstance(wall, dict):
-                    continue
+        one = grading_seconds(read_json(paths.feedback(name) / "results.json"))
+        for total, per_lesson, spent in ((phases, by_lesson, one.phases), (details, details_by_lesson, one.details)):
+            for slug, wall in spent.items():
                 for phase, value in wall.items():
-                    if phase == "total" or not _is_seconds(value):
-                        continue
-                    total[phase] = total.get(phase, 0.0) + float(value)
+                    total[phase] = total.get(phase, 0.0) + value
                     lesson_phases = per_lesson.setdefault(slug, {})
-                    lesson_phases[phase] = lesson_phases.get(phase, 0.0) + float(value)
-        if _is_seconds(extra.get("nvidia_smi_s")):
-            lock["nvidia_smi"] = lock.get("nvidia_smi", 0.0) + float(extra["nvidia_smi_s"])
-        held = extra.get("gpu_lock_s")
-        for mode, spent in (held.items() if isinstance(held, dict) else []):
-            for what, value in (spent.items() if isinstance(spent, dict) else []):
-                if isinstance(mode, str) and isinstance(what, str) and _is_seconds(value):
-                    lock[f"{mode}_{what}"] = lock.get(f"{mode}_{what}", 0.0) + float(value)
+                    lesson_phases[phase] = lesson_phases.get(phase, 0.0) + value
+        for what, value in one.lock.items():
+            lock[what] = lock.get(what, 0.0) + value
     rounded = lambda d: {k: round(v, 1) for k, v in sorted(d.items())}  # noqa: E731
     time_record = {"gradings": len(seconds), "grading_s_total": round(sum(seconds), 1),
                    "grading_s_median": round(statistics.median(seconds), 1) if seconds else None,
@@ -509,6 +497,39 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
 def _is_seconds(value) -> bool:
     """A number of seconds as a results.json written by a grading may hold one (not a flag, not NaN)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and value >= 0
+
+
+@dataclass
+class GradingSeconds:
+    """Where one grading's time went, from its results.json: each lesson's phases
+    ({slug: {phase: s}}, "total" left out), of those the seconds inside the test cases
+    ({slug: {"<phase>_in_tests": s}}), and the GPU lock's ({"<mode>_<waited|held>": s,
+    "nvidia_smi": s})."""
+    phases: Dict[str, Dict[str, float]]
+    details: Dict[str, Dict[str, float]]
+    lock: Dict[str, float]
+
+
+def grading_seconds(results) -> GradingSeconds:
+    """GradingSeconds of a results.json (as json.loads read it). It was written by a submission's
+    grading: anything not of the expected shape is left out, never an error."""
+    extra = results.get("extra_data") if isinstance(results, dict) else None
+    extra = extra if isinstance(extra, dict) else {}
+    spent = GradingSeconds({}, {}, {})
+    for key, into in (("wall_s", spent.phases), ("wall_detail_s", spent.details)):
+        walls = extra.get(key)
+        for slug, wall in (walls.items() if isinstance(walls, dict) else []):
+            if isinstance(slug, str) and isinstance(wall, dict):
+                into[slug] = {phase: float(value) for phase, value in wall.items()
+                              if isinstance(phase, str) and phase != "total" and _is_seconds(value)}
+    if _is_seconds(extra.get("nvidia_smi_s")):
+        spent.lock["nvidia_smi"] = float(extra["nvidia_smi_s"])
+    held = extra.get("gpu_lock_s")
+    for mode, seconds in (held.items() if isinstance(held, dict) else []):
+        for what, value in (seconds.items() if isinstance(seconds, dict) else []):
+            if isinstance(mode, str) and isinstance(what, str) and _is_seconds(value):
+                spent.lock[f"{mode}_{what}"] = float(value)
+    return spent
 
 
 def not_gradable_result(name: str, intake: dict, lessons: List[Lesson], seed: int, paths: Paths) -> dict:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "grader"))
+from driver.class_grading import grading_seconds  # noqa: E402
 from driver.manifest import load_manifest, select_lessons  # noqa: E402
 SKIP = 77
 
@@ -98,6 +99,23 @@ def under_the_sanitizer(expected: dict) -> dict:
             for slug, tasks in expected.items()}
 
 
+TIME_LINE = "grading time: "  # then JSON: tools/ctest_summary.py adds these up over the suite
+
+
+def time_line(results: dict) -> str:
+    """One line on where the grading's time went (results.json's extra_data): each phase's seconds
+    over its lessons, of those the seconds inside the test cases, and the GPU lock's waits and holds."""
+    spent = grading_seconds(results)
+    def summed(by_lesson):
+        total = {}
+        for wall in by_lesson.values():
+            for phase, value in wall.items():
+                total[phase] = round(total.get(phase, 0.0) + value, 2)
+        return total
+    return TIME_LINE + json.dumps({"phases": summed(spent.phases), "in_tests": summed(spent.details),
+                                   "lock": {k: round(v, 2) for k, v in spent.lock.items()}}, sort_keys=True)
+
+
 def exits_zero(results: dict, expected: dict) -> bool:
     """Whether ./grade should exit 0 on these expectations: every required verdict passed, or for
     a performance, skipped (as under --sanitize, which times nothing: GradeRun.all_passed). Optional
@@ -144,11 +162,17 @@ def main() -> int:
                   (args.lesson or list(expected))
         process = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         output = process.stdout.decode(errors="replace")
+        results_path = Path(results_dir) / "results.json"
+        if process.returncode != 3 and results_path.exists():
+            # First, where ctest's report keeps it (the first 1024 bytes of a passed test's output).
+            try:
+                print(time_line(json.loads(results_path.read_text())))
+            except ValueError:
+                pass  # said below, with the rest
         print(output)
         if process.returncode == 3:
             print("skipped: no GPU")
             return SKIP
-        results_path = Path(results_dir) / "results.json"
         if not results_path.exists():
             print(f"FAIL: ./grade exited {process.returncode} without writing results.json")
             return 1

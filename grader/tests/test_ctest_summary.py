@@ -51,6 +51,24 @@ class CtestSummaryTest(unittest.TestCase):
                                    "grader.07_monte_carlo 1 s (1), common 0 s (1)")
         self.assertIn("none of the 6 tests was skipped", lines[3])
 
+    def test_the_gradings_seconds_are_added_up_from_check_grades_lines(self):
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import check_grades
+        one = check_grades.time_line({"extra_data": {
+            "wall_s": {"01_vector_add": {"correctness": 2.0, "sanitizer_check": 3.0, "performance": 1.0, "total": 7},
+                       "03_matmul": {"correctness": 4.0}},
+            "wall_detail_s": {"01_vector_add": {"correctness_in_tests": 1.0}},
+            "gpu_lock_s": {"shared": {"waited": 5.0, "held": 6.0}, "exclusive": {"waited": 1.0, "held": 1.5}}}})
+        two = check_grades.time_line({"extra_data": {"wall_s": {"01_vector_add": {"correctness": 1.0}},
+                                                     "gpu_lock_s": {"shared": {"waited": 2.0, "held": 1.0}}}})
+        text = ctest_summary.summarize(junit(("grader.e2e.a", False, f"Total: 1\n{one}\nas expected"),
+                                             ("grader.e2e.b", False, f"{two}\n"), ("grader.e2e.c", False, "grading time: {")))
+        self.assertIn("ctest: the 2 gradings' seconds: correctness 7 s (1 s in the tests), sanitizer_check 3 s, "
+                      "performance 1 s", text)
+        self.assertIn("ctest: the gradings and the GPU lock: exclusive held 2 s, exclusive waited 1 s, shared held 7 s, "
+                      "shared waited 7 s", text)
+        self.assertNotIn("gradings' seconds", ctest_summary.summarize(junit(("grader.e2e.a", False, "Total: 1"))))
+
     def test_a_report_without_times_gives_no_time_lines(self):
         self.assertEqual(ctest_summary.time_lines(ctest_summary.ET.fromstring(junit(("a", False, "")))), [])
 
