@@ -463,11 +463,9 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
         # left out of the sums, never a reason for the class's summary not to appear.
         one = grading_seconds(read_json(paths.feedback(name) / "results.json"))
         for total, per_lesson, spent in ((phases, by_lesson, one.phases), (details, details_by_lesson, one.details)):
+            GradingSeconds.add(total, spent)
             for slug, wall in spent.items():
-                for phase, value in wall.items():
-                    total[phase] = total.get(phase, 0.0) + value
-                    lesson_phases = per_lesson.setdefault(slug, {})
-                    lesson_phases[phase] = lesson_phases.get(phase, 0.0) + value
+                GradingSeconds.add(per_lesson.setdefault(slug, {}), {slug: wall})
         for what, value in one.lock.items():
             lock[what] = lock.get(what, 0.0) + value
     rounded = lambda d: {k: round(v, 1) for k, v in sorted(d.items())}  # noqa: E731
@@ -508,6 +506,14 @@ class GradingSeconds:
     phases: Dict[str, Dict[str, float]]
     details: Dict[str, Dict[str, float]]
     lock: Dict[str, float]
+
+    @staticmethod
+    def add(into: Dict[str, float], by_lesson: Dict[str, Dict[str, float]]) -> Dict[str, float]:
+        """`into` with each phase's seconds of `by_lesson` added, over its lessons."""
+        for wall in by_lesson.values():
+            for phase, value in wall.items():
+                into[phase] = into.get(phase, 0.0) + value
+        return into
 
 
 def grading_seconds(results) -> GradingSeconds:

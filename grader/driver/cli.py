@@ -154,35 +154,39 @@ def device_facts(index: dict) -> subprocess.CompletedProcess:
     return _device_info(index)
 
 
-KEPT = "kept in the timing cache"
+KEPT, MEASURED = "kept in the timing cache", "measured alone on the GPU"  # how copy_bandwidth found it
 
 
-def copy_bandwidth(index: dict, device: dict, cache: Optional[TimingCache] = None,
-                   who_else=None) -> Tuple[Optional[float], str]:
-    """The GPU's copy bandwidth in GB/s and how it was found (or None and why not). Call it holding the GPU
-    alone (gpu_lock.py): it is measured (workbook_device_info --measure-copy), or with a timing
-    cache, reused where this GPU measured it lately. A measured figure is kept in the cache only
-    when it is plausible and `who_else` (nvidia-smi's processes on the GPU) saw nothing else just
-    before and just after it: a disturbed figure would be the yardstick of the next gradings too."""
+def copy_bandwidth(index: dict, device: dict, cache: Optional[TimingCache] = None, who_else=None,
+                   before: Optional[list] = None) -> Tuple[Optional[float], str, Optional[list]]:
+    """The GPU's copy bandwidth in GB/s (or None), how it was found (or why not), and what
+    `who_else` (nvidia-smi's processes on the GPU) said just after the measurement, None where it
+    was not asked. Call it holding the GPU alone (gpu_lock.py): it is measured
+    (workbook_device_info --measure-copy), or with a timing cache, reused where this GPU measured
+    it lately. A measured figure is kept in the cache only when it is plausible and nothing else
+    was seen on the GPU just before (`before`, asked here when not given) and just after it: a
+    disturbed figure would be the yardstick of the next gradings too."""
     key = TimingCache.key(device.get("uuid"), "copy_bandwidth")
     kept = cache.take(key, index.get("device_info")) if cache else None
     if kept and plausible_bandwidth(kept.get("copy_bandwidth_gbps"), device):
-        return float(kept["copy_bandwidth_gbps"]), KEPT
+        return float(kept["copy_bandwidth_gbps"]), KEPT, None
     who_else = who_else or (lambda: gpu_processes.compute_apps(device.get("uuid")))
-    before = who_else() if cache else None
+    if cache and before is None:
+        before = who_else()
     try:
         measured = _device_info(index, "--measure-copy")
     except (subprocess.SubprocessError, OSError) as e:  # a copy that never ended, a program that cannot start
-        return None, f"workbook_device_info --measure-copy: {e}"
+        return None, f"workbook_device_info --measure-copy: {e}", None
     if measured.returncode != 0:
-        return None, measured.stderr.decode(errors="replace").strip() or f"workbook_device_info exited {measured.returncode}"
+        return None, measured.stderr.decode(errors="replace").strip() or f"workbook_device_info exited {measured.returncode}", None
     try:
         gbps = float(json.loads(measured.stdout)["copy_bandwidth_gbps"])
     except (ValueError, KeyError, TypeError):
-        return None, "workbook_device_info --measure-copy gave no figure"
-    if cache and plausible_bandwidth(gbps, device) and before == [] and who_else() == []:
+        return None, "workbook_device_info --measure-copy gave no figure", None
+    after = who_else() if cache and plausible_bandwidth(gbps, device) and before == [] else None
+    if after == []:
         cache.put(key, index.get("device_info"), {"copy_bandwidth_gbps": gbps}, "copy_bandwidth_gbps")
-    return gbps, "measured alone on the GPU"
+    return gbps, MEASURED, after
 
 
 def query_device(index: dict, tree: str = "", cache_file: Optional[str] = None) -> subprocess.CompletedProcess:
@@ -198,7 +202,7 @@ def query_device(index: dict, tree: str = "", cache_file: Optional[str] = None) 
         return facts
     cache = TimingCache(Path(cache_file)) if cache_file else None
     with GpuLock.for_device(device, tree).exclusive():
-        gbps, why = copy_bandwidth(index, device, cache)
+        gbps, why, _ = copy_bandwidth(index, device, cache)
     if gbps is None:
         return subprocess.CompletedProcess(facts.args, 1, b"", why.encode())
     return subprocess.CompletedProcess(facts.args, 0, json.dumps(dict(device, copy_bandwidth_gbps=gbps)).encode(), b"")
@@ -455,19 +459,9 @@ class Grader:
         """The copy bandwidth, measured or taken from the timing cache, at the start of the first
         hold alone; without it, each timed test measures its own (workbook::copy_bandwidth_gbps_for_run)."""
         self._bandwidth_asked = True
-        began = [hold.seen]  # the question the hold began with: the one just before the measurement
-        asked_after = []
-
-        def who_else():
-            if began:
-                return began.pop()
-            hold.seen = self._who_else()  # just after it: the one before the first timed task
-            asked_after.append(True)
-            return hold.seen
-
-        gbps, how = copy_bandwidth(self.index, self.device, self.timing_cache, who_else)
-        if gbps is not None and not asked_after and how != KEPT:
-            hold.seen = self._who_else()  # the first timed task's "before" is as it ends, not as the hold began
+        gbps, how, after = copy_bandwidth(self.index, self.device, self.timing_cache, self._who_else, before=hold.seen)
+        if how == MEASURED:  # the first timed task's "before": as the measurement ended, not as the hold began
+            hold.seen = after if after is not None else self._who_else()
         if gbps is None:
             note = f"The copy bandwidth could not be measured ({how}); each timed test measured its own."
             self.notes.append(note)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "grader"))
-from driver.class_grading import grading_seconds  # noqa: E402
+from driver.class_grading import GradingSeconds, grading_seconds  # noqa: E402
 from driver.manifest import load_manifest, select_lessons  # noqa: E402
 SKIP = 77
 
@@ -106,14 +106,10 @@ def time_line(results: dict) -> str:
     """One line on where the grading's time went (results.json's extra_data): each phase's seconds
     over its lessons, of those the seconds inside the test cases, and the GPU lock's waits and holds."""
     spent = grading_seconds(results)
-    def summed(by_lesson):
-        total = {}
-        for wall in by_lesson.values():
-            for phase, value in wall.items():
-                total[phase] = round(total.get(phase, 0.0) + value, 2)
-        return total
-    return TIME_LINE + json.dumps({"phases": summed(spent.phases), "in_tests": summed(spent.details),
-                                   "lock": {k: round(v, 2) for k, v in spent.lock.items()}}, sort_keys=True)
+    rounded = lambda seconds: {k: round(v, 2) for k, v in seconds.items()}  # noqa: E731
+    return TIME_LINE + json.dumps({"phases": rounded(GradingSeconds.add({}, spent.phases)),
+                                   "in_tests": rounded(GradingSeconds.add({}, spent.details)),
+                                   "lock": rounded(spent.lock)}, sort_keys=True)
 
 
 def exits_zero(results: dict, expected: dict) -> bool:

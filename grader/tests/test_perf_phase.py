@@ -182,9 +182,9 @@ class CopyBandwidthInTheHoldTest(unittest.TestCase):
         self.env.stop()
         self.tmp.cleanup()
 
-    def grade(self, no_timing=False, measured=0):
+    def grade(self, no_timing=False, measured=0, timing_cache=None, on_the_gpu=()):
         grader = cli.Grader(Namespace(sanitize=False, no_timing=no_timing, timeout=None, no_sanitizer_check=True,
-                                      no_counters=True, timing_cache=None, counters_when_short=False),
+                                      no_counters=True, timing_cache=timing_cache, counters_when_short=False),
                             {"device_info": str(self.program)}, {"01_vector_add": "reference"},
                             {"uuid": "GPU-test"}, seed=1, tree="alice_1a2b3c4d")
 
@@ -201,7 +201,7 @@ class CopyBandwidthInTheHoldTest(unittest.TestCase):
             return cli.subprocess.CompletedProcess(command, 1, b"", b"no copy here")
 
         with mock.patch.object(cli, "run_phase", run_phase), mock.patch.object(cli.subprocess, "run", device_info), \
-                mock.patch.object(gpu_processes, "compute_apps", return_value=[]), \
+                mock.patch.object(gpu_processes, "compute_apps", return_value=list(on_the_gpu)), \
                 contextlib.redirect_stdout(io.StringIO()) as out:
             result = grader.grade_lessons([(lesson(), "student", None), (lesson(), "student", None)])
         return grader, result, out.getvalue()
@@ -217,6 +217,15 @@ class CopyBandwidthInTheHoldTest(unittest.TestCase):
         self.assertTrue(timed and all(held == "EX" and env == "3001.5" for _, held, env in timed))
         self.assertEqual(grader.device["copy_bandwidth_gbps"], 3001.5)  # for the scoreboard's header
         self.assertIn("copy bandwidth 3002 GB/s (measured alone on the GPU)", output)
+
+    def test_with_a_timing_cache_the_next_grading_reuses_it_unless_something_else_was_seen(self):
+        cache = str(Path(self.tmp.name) / "timing_cache.json")
+        self.grade(measured=3001.5, timing_cache=cache, on_the_gpu=[(99, "python3 train.py")])
+        _, _, output = self.grade(measured=2000.0, timing_cache=cache)  # the disturbed figure was not kept
+        self.assertIn("copy bandwidth 2000 GB/s (measured alone on the GPU)", output)
+        _, _, output = self.grade(measured=1000.0, timing_cache=cache)
+        self.assertIn("copy bandwidth 2000 GB/s (kept in the timing cache)", output)
+        self.assertEqual([e[0] for e in self.events].count("--measure-copy"), 2)
 
     def test_a_grading_that_times_nothing_never_measures_nor_holds_the_gpu_alone(self):
         grader, _, _ = self.grade(no_timing=True, measured=3001.5)

@@ -315,4 +315,3 @@ class RepositoryVariantsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
-
