@@ -48,12 +48,28 @@ stage_build() {
   grep -E "error|warning:" "$logs/build.log" | head -20
 }
 
+# The CPU's and the GPU's use while a stage runs (tools/utilization.py): whether it was short of
+# CPU or of GPU. One sampler at a time; sampler_stop (or a stop by a time limit) summarises it.
+sampler=""
+sampler_start() {
+  rm -f "$logs/util_$1.log"
+  python3 tools/utilization.py record "$logs/util_$1.log" & sampler="$!:$logs/util_$1.log"
+}
+sampler_stop() {
+  [ -n "$sampler" ] || return 0
+  kill "${sampler%%:*}" 2>/dev/null && wait "${sampler%%:*}" 2>/dev/null
+  python3 tools/utilization.py summary "${sampler#*:}" | tee -a "$logs/stages.txt"
+  sampler=""
+}
+
 stage_suite() {
   # The test preset's own jobs and GPU slots; -V keeps each test's output (the summary reads it).
   # The per-GPU lock logs every hold: where the GPU's time went (tools/lock_log_summary.py).
   rm -f "$logs/locks.log"
+  sampler_start suite
   WORKBOOK_LOCK_LOG=$PWD/$logs/locks.log ctest --preset test -V > "$logs/suite.log" 2>&1
   echo "suite: exit $?, $(grep -E 'tests passed' "$logs/suite.log")" | tee -a "$logs/stages.txt"
+  sampler_stop
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/suite.log"
   grep -E "^ctest: " "$logs/suite.log" | tee -a "$logs/stages.txt"
   python3 tools/lock_log_summary.py "$logs/locks.log" | tee -a "$logs/stages.txt"
@@ -87,10 +103,12 @@ stage_class() {
   local size=$1 started class=build/gpu-check-class
   started=$SECONDS
   rm -rf "$class" "$logs/locks_class_$size.log"  # check_class.py --keep resumes a class it finds there
+  sampler_start "class_$size"
   WORKBOOK_LOCK_LOG=$PWD/$logs/locks_class_$size.log \
     python3 grader/tests/check_class.py --size "$size" --lessons 01 02 03 04 05 06 07 --per-gpu 4 \
     --build-dir build/class-check --keep "$class" > "$logs/class_$size.log" 2>&1
   echo "class $size: exit $?, $((SECONDS - started)) s, $(tail -1 "$logs/class_$size.log")" | tee -a "$logs/stages.txt"
+  sampler_stop
   python3 tools/lock_log_summary.py "$logs/locks_class_$size.log" | tee -a "$logs/stages.txt"
   cp "$class/grades/class.json" "$logs/class_$size.json" 2>/dev/null
   # Where the class's time went (class.json's "time", grader/README.md).
@@ -232,6 +250,7 @@ stage_stats() {
 # Stopped by a time limit (timeout sends TERM) or Ctrl-C: the lock log's summary so far and every
 # log still reach $OUT.
 stopped() {
+  sampler_stop
   [ -f "$logs/locks.log" ] && python3 tools/lock_log_summary.py "$logs/locks.log" | sed 's/^/stopped: /' |
     tee -a "$logs/stages.txt"
   tar -czf "$out/logs.tar.gz" -C "$logs" .
