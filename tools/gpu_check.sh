@@ -43,7 +43,10 @@ seed=20261122
 
 stage_build() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$logs/gpu.txt"
-  { cmake --preset test && cmake --build build/test; } > "$logs/build.log" 2>&1
+  # GPU_CHECK_SLOTS: the gradings side by side (cmake/GpuTestSlots.cmake) instead of the count it picks.
+  { cmake --preset test ${GPU_CHECK_SLOTS:+-DWORKBOOK_GPU_TEST_SLOTS=$GPU_CHECK_SLOTS} && cmake --build build/test; } \
+    > "$logs/build.log" 2>&1
+  grep -E "GPU gradings side by side" "$logs/build.log" | tee -a "$logs/stages.txt"
   echo "build: exit $?" | tee -a "$logs/stages.txt"
   grep -E "error|warning:" "$logs/build.log" | head -20
 }
@@ -67,7 +70,9 @@ stage_suite() {
   # The per-GPU lock logs every hold: where the GPU's time went (tools/lock_log_summary.py).
   rm -f "$logs/locks.log"
   sampler_start suite
-  WORKBOOK_LOCK_LOG=$PWD/$logs/locks.log ctest --preset test -V > "$logs/suite.log" 2>&1
+  # GPU_CHECK_JOBS: ctest's jobs instead of the preset's (with more slots than the preset's jobs allow).
+  WORKBOOK_LOCK_LOG=$PWD/$logs/locks.log ctest --preset test ${GPU_CHECK_JOBS:+-j $GPU_CHECK_JOBS} -V \
+    > "$logs/suite.log" 2>&1
   echo "suite: exit $?, $(grep -E 'tests passed' "$logs/suite.log")" | tee -a "$logs/stages.txt"
   sampler_stop
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/suite.log"
@@ -105,9 +110,9 @@ stage_class() {
   rm -rf "$class" "$logs/locks_class_$size.log"  # check_class.py --keep resumes a class it finds there
   sampler_start "class_$size"
   WORKBOOK_LOCK_LOG=$PWD/$logs/locks_class_$size.log \
-    python3 grader/tests/check_class.py --size "$size" --lessons 01 02 03 04 05 06 07 --per-gpu 4 \
+    python3 grader/tests/check_class.py --size "$size" --lessons 01 02 03 04 05 06 07 --per-gpu "${CLASS_PER_GPU:-4}" \
     --build-dir build/class-check --keep "$class" > "$logs/class_$size.log" 2>&1
-  echo "class $size: exit $?, $((SECONDS - started)) s, $(tail -1 "$logs/class_$size.log")" | tee -a "$logs/stages.txt"
+  echo "class $size (--per-gpu ${CLASS_PER_GPU:-4}): exit $?, $((SECONDS - started)) s, $(tail -1 "$logs/class_$size.log")" | tee -a "$logs/stages.txt"
   sampler_stop
   python3 tools/lock_log_summary.py "$logs/locks_class_$size.log" | tee -a "$logs/stages.txt"
   cp "$class/grades/class.json" "$logs/class_$size.json" 2>/dev/null
