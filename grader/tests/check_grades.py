@@ -123,12 +123,22 @@ def exits_zero(results: dict, expected: dict) -> bool:
                if (slug, task_id) not in optional for kind, v in kinds.items())
 
 
+def selectors(expected: dict) -> list:
+    """./grade's selectors of exactly the tasks `expected` lists ("04_reduction.2")."""
+    return [f"{slug}.{task_id}" for slug, tasks in expected.items() for task_id in tasks]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", required=True)
     parser.add_argument("--tree", required=True)
     parser.add_argument("--expect", required=True)
     parser.add_argument("--lesson", action="append", default=[])
+    parser.add_argument("--listed-tasks", action="store_true",
+                        help="grade only the tasks the expectations list (./grade 04.2), not their whole lessons: "
+                             "for a grading that checks one task's verdict, such as the counters of a slow kernel")
+    parser.add_argument("--timeout", type=float, help="./grade --timeout: seconds each task may run, for a variant "
+                        "expected to run out of time, whose verdict is the same at any limit")
     parser.add_argument("--sanitize", action="store_true", help="grade under compute-sanitizer (./grade --sanitize)")
     parser.add_argument("--counters", action="store_true",
                         default=os.environ.get("WORKBOOK_E2E_COUNTERS") == "1",
@@ -155,7 +165,8 @@ def main() -> int:
                    "--tree", args.tree, "--results", results_dir] + (["--sanitize"] if args.sanitize else []) + \
                   ([] if timed or args.sanitize else ["--no-timing"]) + ([] if args.counters else ["--no-counters"]) + \
                   (["--timing-cache", args.timing_cache] if args.timing_cache and timed else []) + \
-                  (args.lesson or list(expected))
+                  (["--timeout", str(args.timeout)] if args.timeout else []) + \
+                  (args.lesson or (selectors(expected) if args.listed_tasks else list(expected)))
         process = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         output = process.stdout.decode(errors="replace")
         results_path = Path(results_dir) / "results.json"

@@ -63,11 +63,14 @@ class Source:
 
     def variant(self, name, slug):
         """The variant's whole file (a patch applied to its base: tools/variants.py) and its verdicts,
-        with the counters' hints where it has them (expected_counters.json): ./grade-class profiles
-        the tasks that fell short."""
+        with the counters' hints where it has them (expected_counters.json, which lists the tasks
+        whose verdicts the counters change): ./grade-class profiles the tasks that fell short."""
         folder = TESTS / "broken" / name
+        expected = json.loads((folder / "expected.json").read_text())
         with_counters = folder / "expected_counters.json"
-        expected = json.loads((with_counters if with_counters.is_file() else folder / "expected.json").read_text())
+        if with_counters.is_file():
+            for slug, tasks in json.loads(with_counters.read_text()).items():
+                expected.setdefault(slug, {}).update(tasks)
         return variants.Workbook(ROOT).tree(name)[f"{slug}/{self.lessons[slug].sources[0]}"], expected[slug]
 
 

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from helpers import lesson, matmul_lesson
 from driver import scoring
 from driver.reports import format_scoreboard, gradescope_results, junit_xml, write_reports
-from check_grades import check, exits_zero, under_the_sanitizer
+from check_grades import check, exits_zero, selectors, under_the_sanitizer
 
 
 def sample_run():
@@ -159,6 +159,11 @@ class CheckGradesTest(unittest.TestCase):
         self.assertFalse(exits_zero(results, {"01_vector_add": {"1": {"performance": {"status": "not_run"}}}}))
         # as GradeRun.all_passed: skipped counts as passing for a performance only
         self.assertFalse(exits_zero(results, {"01_vector_add": {"1": {"correctness": "skipped"}}}))
+
+    def test_listed_tasks_become_task_selectors(self):
+        expected = {"04_reduction": {"2": {"correctness": "passed"}},
+                    "06_debugging_profiling": {"1": {"correctness": "passed"}, "5": {"correctness": "passed"}}}
+        self.assertEqual(selectors(expected), ["04_reduction.2", "06_debugging_profiling.1", "06_debugging_profiling.5"])
 
     def test_a_metric_out_of_its_bounds_is_reported(self):
         results = gradescope_results(sample_run())
