@@ -14,14 +14,6 @@ refuses anything else), so no two processes can wait for each other. A second fi
 gate, gives a waiting timed phase its turn: a process holds the gate only while it waits for
 the lock, so once a timed phase waits, no new correctness phase starts before it.
 
-A third file, the writers' file, makes the timed phases that wait together run one after
-another: a timed phase holds it shared from the moment it asks until it is done, and a
-correctness phase takes it exclusive (and lets go at once) before it queues at the gate. So
-while any timed phase waits or runs, no correctness phase starts, and the GPU drains once for
-all of them, not once each: waiting for the correctness phases under way to end is time the GPU
-is mostly idle (a sanitizer check can take 20 s). The batch cannot grow forever: a grading asks
-for the GPU alone only after its correctness phases, and none can start meanwhile.
-
 Other programs take part the same way; to time something alone on the GPU (a sweep):
 
     from driver.gpu_lock import GpuLock
@@ -97,7 +89,6 @@ class GpuLock:
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", gpu)
         self.path = lock_dir() / f"cuda-workbook-gpu-{name}.lock"
         self.gate = lock_dir() / f"cuda-workbook-gpu-{name}.gate"
-        self.writers = lock_dir() / f"cuda-workbook-gpu-{name}.writers"
         self.holder = Path(f"{self.path}.holder")
         self.tree, self.say = tree, say
 
@@ -143,33 +134,17 @@ class GpuLock:
                                       f"{LOCK_DIR_ENV} to a directory that every grading on this machine can "
                                       "write.") from e
         asked = time.monotonic()
-        writers = file_lock.open_shared_file(self.writers)
+        gate = file_lock.open_shared_file(self.gate)
         try:
-            # A timed phase joins the timed phases waiting or running (never kept waiting long: a
-            # correctness phase holds this file only for a moment); a correctness phase waits until
-            # there are none.
-            waited = file_lock.acquire(writers, fcntl.LOCK_SH if mode == EXCLUSIVE else fcntl.LOCK_EX,
-                                       self.why_waiting, self.say)
-            if mode == SHARED:
-                os.close(writers)  # lets go at once: the next timed phase may join
-                writers = -1
-            gate = file_lock.open_shared_file(self.gate)
+            waited = file_lock.acquire(gate, fcntl.LOCK_EX, self.why_waiting, self.say)
+            fd = file_lock.open_shared_file(self.path)
             try:
-                quiet = lambda line: None  # noqa: E731  (said once per hold)
-                waited = file_lock.acquire(gate, fcntl.LOCK_EX, self.why_waiting, quiet if waited else self.say) \
-                    or waited
-                fd = file_lock.open_shared_file(self.path)
-                try:
-                    file_lock.acquire(fd, _FLOCK[mode], self.why_waiting, quiet if waited else self.say)
-                except BaseException:
-                    os.close(fd)
-                    raise
-            finally:
-                os.close(gate)  # the next waiter's turn
-        except BaseException:
-            if writers >= 0:
-                os.close(writers)
-            raise
+                file_lock.acquire(fd, _FLOCK[mode], self.why_waiting, (lambda line: None) if waited else self.say)
+            except BaseException:
+                os.close(fd)
+                raise
+        finally:
+            os.close(gate)  # the next waiter's turn
         _held[str(self.path)] = mode
         taken = time.monotonic()
         _seconds[_MODE_NAMES[mode]]["waited"] += taken - asked
@@ -187,5 +162,3 @@ class GpuLock:
                 file_lock.clear_holder(self.holder)
             _held.pop(str(self.path), None)
             os.close(fd)  # releases the lock
-            if writers >= 0:
-                os.close(writers)  # the last timed phase of a batch lets the correctness phases start
