@@ -44,10 +44,12 @@ seed=20261122
 stage_build() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$logs/gpu.txt"
   # GPU_CHECK_SLOTS: the gradings side by side (cmake/GpuTestSlots.cmake) instead of the count it picks.
+  local status
   { cmake --preset test ${GPU_CHECK_SLOTS:+-DWORKBOOK_GPU_TEST_SLOTS=$GPU_CHECK_SLOTS} && cmake --build build/test; } \
     > "$logs/build.log" 2>&1
+  status=$?
   grep -E "GPU gradings side by side" "$logs/build.log" | tee -a "$logs/stages.txt"
-  echo "build: exit $?" | tee -a "$logs/stages.txt"
+  echo "build: exit $status" | tee -a "$logs/stages.txt"
   grep -E "error|warning:" "$logs/build.log" | head -20
 }
 

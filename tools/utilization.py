@@ -46,24 +46,30 @@ def procs_running(stat: str) -> int:
 
 
 def gpu_sample() -> str:
-    """"util/memMiB" per GPU, comma-separated, or "-" when nvidia-smi answers nothing in 5 s."""
+    """"util/memMiB" per GPU, comma-separated, or "-" when nvidia-smi answers nothing in 3 s."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu,memory.used",
-                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=5)
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=3)
     except (OSError, subprocess.SubprocessError):
         return "-"
-    gpus = ["/".join(field.strip() for field in line.split(",")) for line in out.stdout.splitlines() if line.strip()]
+    # "[Not Supported]" and the like: one word, so that a line keeps its five fields
+    gpus = ["/".join(field.strip().replace(" ", "_") for field in line.split(",")) for line in out.stdout.splitlines()
+            if line.strip()]
     return ",".join(gpus) if out.returncode == 0 and gpus else "-"
 
 
+def _stop(*_) -> None:
+    raise SystemExit(0)  # at once, even inside time.sleep or nvidia-smi's wait: the caller waits for us
+
+
 def record(log: Path, interval: float) -> int:
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    signal.signal(signal.SIGTERM, _stop)
     stat = Path("/proc/stat").read_text()
     busy0, total0 = cpu_times(stat)
     with open(log, "a") as out:
         out.write(f"# t cpu_busy procs_running cores gpu_util/mem_mib  ({os.cpu_count()} cores)\n")
-        while not stopping:
+        out.flush()
+        while True:
             try:
                 time.sleep(interval)
             except KeyboardInterrupt:

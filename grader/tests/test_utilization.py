@@ -1,6 +1,8 @@
 """tools/utilization.py: whether a run was short of CPU or of GPU, from its samples."""
+import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -37,6 +39,21 @@ class UtilizationTest(unittest.TestCase):
             log = Path(d) / "u.log"
             log.write_text("garbage\n")
             self.assertEqual(utilization.main(["summary", str(log)]), 1)
+
+    def test_record_stops_at_once_on_sigterm(self):
+        # gpu_check.sh stops the sampler when a stage ends or a time limit strikes: it must not
+        # sit out its interval first.
+        with tempfile.TemporaryDirectory() as d:
+            log = Path(d) / "u.log"
+            sampler = subprocess.Popen([sys.executable, utilization.__file__, "record", str(log), "--interval", "30"])
+            deadline = time.monotonic() + 10
+            while not (log.exists() and log.read_text().startswith("#")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            started = time.monotonic()
+            sampler.terminate()
+            self.assertEqual(sampler.wait(timeout=10), 0)
+            self.assertLess(time.monotonic() - started, 3)
+            self.assertTrue(log.read_text().startswith("# t cpu_busy"))
 
     def test_no_samples(self):
         self.assertEqual(utilization.summarize([]), ["utilization: no samples"])
