@@ -128,6 +128,13 @@ except (OSError, ValueError) as e:
 print(f"  gradings {time.get('gradings')}, grading wall {time.get('grading_wall_s')} s, median {time.get('grading_s_median')} s")
 for key in ("phases_s", "phase_details_s", "gpu_lock_s", "timing_cache"):
     print(f"  {key}: {time.get(key)}")
+# Issue 25's goal: 100 submissions of every lesson in 30 minutes on one GPU. At this class's rate,
+# and the floor its time alone on the GPU sets (each submission's holds alone, one after another).
+n, wall = time.get("gradings") or 0, time.get("grading_wall_s") or 0
+alone = (time.get("gpu_lock_s") or {}).get("exclusive_held") or 0
+if n:
+    print(f"  per submission: {wall / n:.1f} s of wall time, {alone / n:.1f} s alone on the GPU; 100 submissions: "
+          f"about {wall / n * 100 / 60:.0f} min at this rate, at least {alone / n * 100 / 60:.0f} min alone")
 PY
 }
 

@@ -10,7 +10,9 @@ suite's unit tests take locks of their own in temporary folders): the GPU's is t
 most, and the others are counted and left out (on a machine of several GPUs, summarise each
 GPU's log apart: WORKBOOK_LOCK_LOG names one file for all). tools/gpu_check.sh's suite stage runs
 it on the suite's log: the time alone is the floor of the suite's wall time on one GPU, and the
-time nobody held it is what the gradings lost waiting for each other (or for the CPU)."""
+time nobody held it is what the gradings lost waiting for each other (or for the CPU). It also
+bounds the time the GPU drained before its holds alone: correctness phases ending while a timed
+phase waited and the gate kept new ones out."""
 from __future__ import annotations
 
 import argparse
@@ -52,6 +54,26 @@ def intervals(lines: List[str]) -> List[Interval]:
     return found
 
 
+def drains(found: List[Interval]) -> Tuple[float, int]:
+    """The seconds before each hold alone in which correctness phases were still ending and none
+    started (the GPU draining for a waiting timed phase), summed, and how many holds had some. An
+    upper bound: the log records holds, not waits, so a drain is taken to begin at the last hold
+    that started (or the last hold alone that ended) before it."""
+    shared = [i for i in found if i[0] == "SH"]
+    alone = sorted((i for i in found if i[0] == "EX"), key=lambda i: i[1])
+    total, holds = 0.0, 0
+    for index, (_, start, _, _, _) in enumerate(alone):
+        began = max([s for _, s, _, _, _ in shared if s < start] + [e for _, _, e, _, _ in alone[:index] if e <= start],
+                    default=start)
+        # Of [began, start], the time some correctness phase was still open.
+        open_until = max([e for _, s, e, _, _ in shared if s <= began < e] or [began])
+        draining = min(open_until, start) - began
+        if draining > 0:
+            total += draining
+            holds += 1
+    return total, holds
+
+
 def summarize(found: List[Interval], top: int = 5) -> List[str]:
     if not found:
         return ["lock log: no holds"]
@@ -83,6 +105,9 @@ def summarize(found: List[Interval], top: int = 5) -> List[str]:
     lines = [f"lock log: {span:.0f} s from the first hold to the last; the GPU alone {spent['EX']:.0f} s "
              f"({len(alone)} holds), correctness only {spent['SH']:.0f} s, nobody {spent['none']:.0f} s"
              + (f" ({others} holds of other locks left out)" if others else "")]
+    drained, drained_holds = drains(found)
+    lines.append(f"lock log: before the holds alone, at most {drained:.0f} s of correctness phases ending while "
+                 f"none started ({drained_holds} of {len(alone)} holds): the GPU draining for a waiting timed phase")
     longest = sorted(by_tree.items(), key=lambda kv: -kv[1])[:top]
     if longest:
         lines.append("lock log: alone longest: " + ", ".join(

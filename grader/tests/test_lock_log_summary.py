@@ -39,7 +39,19 @@ class LockLogSummaryTest(unittest.TestCase):
         lines = lock_log_summary.summarize([hold if hold[4] != "-" else hold[:4] + ("/tmp/G.lock",) for hold in found])
         self.assertEqual(lines[0], "lock log: 10 s from the first hold to the last; the GPU alone 4 s (2 holds), "
                                    "correctness only 4 s, nobody 2 s (1 holds of other locks left out)")
-        self.assertEqual(lines[1], "lock log: alone longest: carol 3 s (1), - 1 s (1)")
+        # Before carol's hold (105 s): bob's acquire at 101 s is the last start, alice ends at 104 s.
+        self.assertEqual(lines[1], "lock log: before the holds alone, at most 3 s of correctness phases ending while "
+                                   "none started (1 of 2 holds): the GPU draining for a waiting timed phase")
+        self.assertEqual(lines[2], "lock log: alone longest: carol 3 s (1), - 1 s (1)")
+
+    def test_a_drain_counts_only_while_a_correctness_phase_is_open(self):
+        G = "/tmp/G.lock"
+        found = lock_log_summary.intervals([
+            f"acquire SH 1 0.0 a {G}", f"acquire SH 2 1.0 b {G}", f"release SH 2 2.0 b {G}",
+            f"release SH 1 6.0 a {G}",                       # a drains 1-6 s
+            f"acquire EX 3 7.0 c {G}", f"release EX 3 8.0 c {G}",  # 6-7 s: nobody, not draining
+            f"acquire EX 4 8.0 d {G}", f"release EX 4 9.0 d {G}"])  # right after c: no drain
+        self.assertEqual(lock_log_summary.drains(found), (5.0, 1))
 
     def test_a_log_the_lock_wrote_is_read_with_its_trees(self):
         with tempfile.TemporaryDirectory() as d:
