@@ -3,6 +3,7 @@ side, a timed phase (exclusive) alone; whoever waits says for whom; the files ar
 by every user."""
 import os
 import re
+import select
 import signal
 import stat
 import subprocess
@@ -199,12 +200,18 @@ class WithGpuLockTest(LockTestCase):
         writer = self.start("writer", "EX")
         writer.wait_acquired()
         launched = self.launch(self.device_info(LOCK_ID), sys.executable, "-c", "print('ran')")
-        time.sleep(0.5)
+        # Its line saying why it waits, read as it comes (not after a fixed sleep: on a loaded
+        # machine the launcher may not even have started by then, and would never wait).
+        said = ""
+        deadline = time.monotonic() + 20
+        while "Waiting" not in said and time.monotonic() < deadline and launched.poll() is None:
+            if select.select([launched.stderr], [], [], 0.1)[0]:
+                said += launched.stderr.readline().decode()
+        self.assertIn("Waiting for the GPU: another grading is timing on it", said)
         self.assertIsNone(launched.poll(), "it ran while a grading held the GPU alone")
         writer.finish()
-        out, err = launched.communicate(timeout=30)
+        out, _ = launched.communicate(timeout=30)
         self.assertEqual((launched.returncode, out.decode().strip()), (0, "ran"))
-        self.assertIn("Waiting for the GPU: another grading is timing on it", err.decode())
         reader = self.start("reader", "SH")
         reader.wait_acquired()
         beside = self.launch(self.device_info(LOCK_ID), sys.executable, "-c", "print('ran')")
