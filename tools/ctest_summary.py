@@ -85,12 +85,13 @@ def grading_lines(suite: ET.Element) -> list:
     phases, in_tests, lock, gradings = Counter(), Counter(), Counter(), 0
     for case in suite.iter("testcase"):
         for found in GRADING_TIME.finditer(case.findtext("system-out") or ""):
-            try:
+            try:  # all of a line or none of it
                 spent = json.loads(found.group(1))
-                for into, key in ((phases, "phases"), (in_tests, "in_tests"), (lock, "lock")):
-                    into.update({k: float(v) for k, v in spent.get(key, {}).items()})
+                read = [{k: float(v) for k, v in spent.get(key, {}).items()} for key in ("phases", "in_tests", "lock")]
             except (ValueError, TypeError, AttributeError):
                 continue
+            for into, seconds in zip((phases, in_tests, lock), read):
+                into.update(seconds)
             gradings += 1
     if not gradings:
         return []

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -449,11 +450,9 @@ def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir
 def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -> dict:
     """class.json's "time": the gradings' seconds, in all and by phase (each ./grade's own
     results.json), per lesson and for the class, and what the timing cache reused."""
-    phases: Dict[str, float] = {}
-    by_lesson: Dict[str, Dict[str, float]] = {}
-    details: Dict[str, float] = {}
-    details_by_lesson: Dict[str, Dict[str, float]] = {}
-    lock: Dict[str, float] = {}
+    phases, details, lock = Counter(), Counter(), Counter()
+    by_lesson: Dict[str, Counter] = defaultdict(Counter)
+    details_by_lesson: Dict[str, Counter] = defaultdict(Counter)
     seconds = []
     for name in names:
         record = read_json(paths.result(name))
@@ -463,11 +462,10 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
         # left out of the sums, never a reason for the class's summary not to appear.
         one = grading_seconds(read_json(paths.feedback(name) / "results.json"))
         for total, per_lesson, spent in ((phases, by_lesson, one.phases), (details, details_by_lesson, one.details)):
-            GradingSeconds.add(total, spent)
             for slug, wall in spent.items():
-                GradingSeconds.add(per_lesson.setdefault(slug, {}), {slug: wall})
-        for what, value in one.lock.items():
-            lock[what] = lock.get(what, 0.0) + value
+                total.update(wall)
+                per_lesson[slug].update(wall)
+        lock.update(one.lock)
     rounded = lambda d: {k: round(v, 1) for k, v in sorted(d.items())}  # noqa: E731
     time_record = {"gradings": len(seconds), "grading_s_total": round(sum(seconds), 1),
                    "grading_s_median": round(statistics.median(seconds), 1) if seconds else None,
@@ -508,12 +506,12 @@ class GradingSeconds:
     lock: Dict[str, float]
 
     @staticmethod
-    def add(into: Dict[str, float], by_lesson: Dict[str, Dict[str, float]]) -> Dict[str, float]:
-        """`into` with each phase's seconds of `by_lesson` added, over its lessons."""
+    def summed(by_lesson: Dict[str, Dict[str, float]]) -> Counter:
+        """Each phase's seconds of `by_lesson`, added over its lessons."""
+        total: Counter = Counter()
         for wall in by_lesson.values():
-            for phase, value in wall.items():
-                into[phase] = into.get(phase, 0.0) + value
-        return into
+            total.update(wall)
+        return total
 
 
 def grading_seconds(results) -> GradingSeconds:

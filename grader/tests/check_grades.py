@@ -99,6 +99,7 @@ def under_the_sanitizer(expected: dict) -> dict:
             for slug, tasks in expected.items()}
 
 
+TIMED_OUT_LIMIT_S = 15  # ./grade --timeout for a grading expected to time out (see main)
 TIME_LINE = "grading time: "  # then JSON: tools/ctest_summary.py adds these up over the suite
 
 
@@ -107,8 +108,8 @@ def time_line(results: dict) -> str:
     over its lessons, of those the seconds inside the test cases, and the GPU lock's waits and holds."""
     spent = grading_seconds(results)
     rounded = lambda seconds: {k: round(v, 2) for k, v in seconds.items()}  # noqa: E731
-    return TIME_LINE + json.dumps({"phases": rounded(GradingSeconds.add({}, spent.phases)),
-                                   "in_tests": rounded(GradingSeconds.add({}, spent.details)),
+    return TIME_LINE + json.dumps({"phases": rounded(GradingSeconds.summed(spent.phases)),
+                                   "in_tests": rounded(GradingSeconds.summed(spent.details)),
                                    "lock": rounded(spent.lock)}, sort_keys=True)
 
 
@@ -128,6 +129,24 @@ def selectors(expected: dict) -> list:
     return [f"{slug}.{task_id}" for slug, tasks in expected.items() for task_id in tasks]
 
 
+def grade_options(expected: dict, args: argparse.Namespace) -> list:
+    """./grade's options for a grading with these expectations (and check_grades' own options)."""
+    verdicts = [(kind, want if isinstance(want, str) else (want or {}).get("status"))
+                for tasks in expected.values() for kinds in tasks.values() for kind, want in kinds.items()]
+    # Nothing to time when no performance verdict is expected (passed or failed): correctness only,
+    # which keeps the broken variants cheap on the GPU.
+    timed = any(kind == "performance" and status in ("passed", "failed") for kind, status in verdicts)
+    # A grading expected to run out of time gets a short limit: the verdict is the same at any limit
+    # that leaves a stuck launch half of it after the program's start (scoring.py's STUCK_SHARE), and
+    # meanwhile its tests hold the GPU, which a timed phase waiting for it cannot have (lesson 01's
+    # 30 s, on the H100).
+    timed_out = ("correctness", "timed_out") in verdicts
+    return ((["--sanitize"] if args.sanitize else []) + ([] if timed or args.sanitize else ["--no-timing"]) +
+            ([] if args.counters else ["--no-counters"]) +
+            (["--timing-cache", args.timing_cache] if args.timing_cache and timed else []) +
+            (["--timeout", str(TIMED_OUT_LIMIT_S)] if timed_out else []))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", required=True)
@@ -137,8 +156,6 @@ def main() -> int:
     parser.add_argument("--listed-tasks", action="store_true",
                         help="grade only the tasks the expectations list (./grade 04.2), not their whole lessons: "
                              "for a grading that checks one task's verdict, such as the counters of a slow kernel")
-    parser.add_argument("--timeout", type=float, help="./grade --timeout: seconds each task may run, for a variant "
-                        "expected to run out of time, whose verdict is the same at any limit")
     parser.add_argument("--sanitize", action="store_true", help="grade under compute-sanitizer (./grade --sanitize)")
     parser.add_argument("--counters", action="store_true",
                         default=os.environ.get("WORKBOOK_E2E_COUNTERS") == "1",
@@ -155,17 +172,8 @@ def main() -> int:
     if args.sanitize:
         expected = under_the_sanitizer(expected)
     with tempfile.TemporaryDirectory() as results_dir:
-        # Nothing to time when no performance verdict is expected (passed or failed): correctness
-        # only, which keeps the broken variants cheap on the GPU.
-        def status(want):
-            return want if isinstance(want, str) else (want or {}).get("status")
-        timed = any(status(kinds.get("performance")) in ("passed", "failed") for tasks in expected.values()
-                    for kinds in tasks.values())
         command = [sys.executable, str(ROOT / "grade"), "--no-build", "--build-dir", args.build_dir,
-                   "--tree", args.tree, "--results", results_dir] + (["--sanitize"] if args.sanitize else []) + \
-                  ([] if timed or args.sanitize else ["--no-timing"]) + ([] if args.counters else ["--no-counters"]) + \
-                  (["--timing-cache", args.timing_cache] if args.timing_cache and timed else []) + \
-                  (["--timeout", str(args.timeout)] if args.timeout else []) + \
+                   "--tree", args.tree, "--results", results_dir] + grade_options(expected, args) + \
                   (args.lesson or (selectors(expected) if args.listed_tasks else list(expected)))
         process = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         output = process.stdout.decode(errors="replace")

@@ -62,7 +62,10 @@ class CtestSummaryTest(unittest.TestCase):
         two = check_grades.time_line({"extra_data": {"wall_s": {"01_vector_add": {"correctness": 1.0}},
                                                      "gpu_lock_s": {"shared": {"waited": 2.0, "held": 1.0}}}})
         text = ctest_summary.summarize(junit(("grader.e2e.a", False, f"Total: 1\n{one}\nas expected"),
-                                             ("grader.e2e.b", False, f"{two}\n"), ("grader.e2e.c", False, "grading time: {")))
+                                             ("grader.e2e.b", False, f"{two}\n"), ("grader.e2e.c", False, "grading time: {"),
+                                             # a line with one part unreadable counts for nothing
+                                             ("grader.e2e.d", False, 'grading time: {"phases": {"correctness": 100}, '
+                                                                      '"lock": {"shared_held": "n/a"}}')))
         self.assertIn("ctest: the 2 gradings' seconds: correctness 7 s (1 s in the tests), sanitizer_check 3 s, "
                       "performance 1 s", text)
         self.assertIn("ctest: the gradings and the GPU lock: exclusive held 2 s, exclusive waited 1 s, shared held 7 s, "

@@ -3,11 +3,12 @@ import json
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
+from argparse import Namespace
 
 from helpers import lesson, matmul_lesson
 from driver import scoring
 from driver.reports import format_scoreboard, gradescope_results, junit_xml, write_reports
-from check_grades import check, exits_zero, selectors, under_the_sanitizer
+from check_grades import check, exits_zero, grade_options, selectors, under_the_sanitizer
 
 
 def sample_run():
@@ -159,6 +160,17 @@ class CheckGradesTest(unittest.TestCase):
         self.assertFalse(exits_zero(results, {"01_vector_add": {"1": {"performance": {"status": "not_run"}}}}))
         # as GradeRun.all_passed: skipped counts as passing for a performance only
         self.assertFalse(exits_zero(results, {"01_vector_add": {"1": {"correctness": "skipped"}}}))
+
+    def test_the_grade_options_follow_from_the_expectations(self):
+        args = Namespace(sanitize=False, counters=False, timing_cache="cache.json")
+        caught = {"01_vector_add": {"1": {"correctness": {"status": "failed"}, "performance": "not_run"}}}
+        self.assertEqual(grade_options(caught, args), ["--no-timing", "--no-counters"])
+        slow = {"01_vector_add": {"1": {"correctness": "passed", "performance": {"status": "failed"}}}}
+        self.assertEqual(grade_options(slow, args), ["--no-counters", "--timing-cache", "cache.json"])
+        hangs = {"01_vector_add": {"2": {"correctness": {"status": "timed_out", "hints": ["timeout-stuck"]}}}}
+        self.assertEqual(grade_options(hangs, args), ["--no-timing", "--no-counters", "--timeout", "15"])
+        sanitized = Namespace(sanitize=True, counters=True, timing_cache=None)
+        self.assertEqual(grade_options(slow, sanitized), ["--sanitize"])
 
     def test_listed_tasks_become_task_selectors(self):
         expected = {"04_reduction": {"2": {"correctness": "passed"}},
