@@ -97,11 +97,19 @@ stage_first_grade() {
     tar --null --ignore-failed-read -T "$logs/first_grade_files" -cf - 2>/dev/null | tar -xf - -C "$fresh" ||
       { echo "first-grade: could not copy the tree" | tee -a "$logs/stages.txt"; return; }
   fi
+  local status
   for args in "01" ""; do
     started=$SECONDS
+    # Each line stamped with the seconds since ./grade started: where the first grade's time goes
+    # (configure, build, correctness, the copy bandwidth, the timed tasks).
     # shellcheck disable=SC2086  # "" is ./grade with no lesson: every lesson
-    (cd "$fresh" && ./grade $args) > "$logs/first_grade_${args:-all}.log" 2>&1
-    echo "first-grade: ./grade ${args:-(every lesson)} exit $?, $((SECONDS - started)) s, $(grep -E '^Total:' "$logs/first_grade_${args:-all}.log")" |
+    (cd "$fresh" && ./grade $args) 2>&1 | python3 -u -c '
+import sys, time
+start = time.monotonic()
+for line in sys.stdin:
+    sys.stdout.write("%6.1f %s" % (time.monotonic() - start, line))' > "$logs/first_grade_${args:-all}.log"
+    status=${PIPESTATUS[0]}
+    echo "first-grade: ./grade ${args:-(every lesson)} exit $status, $((SECONDS - started)) s, $(grep -oE 'Total:.*' "$logs/first_grade_${args:-all}.log")" |
       tee -a "$logs/stages.txt"
   done
 }

@@ -167,13 +167,15 @@ workbook::TimingStats time_naive_blocks(Launch launch, bool profiled = true) {
   return best;
 }
 
-// Whether record_rate also times the yardstick of tasks 1 and 2.
+// Whether record_rate also takes the yardstick of tasks 1 and 2.
 enum class Yardstick { none, naive };
 
 // Records GFLOP/s of \p stats on \p p's shape and its ratio to cuBLAS FP32 on the same inputs.
 // With Yardstick::naive, also the ratio matmul_grader::naive_at_b reaches on the same shape
 // (grader_naive_fraction_of_cublas), which the manifest scales the threshold by: how far a
-// kernel bound by load issue rather than arithmetic gets against cuBLAS on this GPU.
+// kernel bound by load issue rather than arithmetic gets against cuBLAS on this GPU. Both
+// yardsticks are the reference's figures when ./grade gives them (grader::yardstick), else timed
+// here.
 void record_rate(Problem& p, const workbook::TimingStats& stats, Yardstick yardstick = Yardstick::none);
 
 // ---- the cuBLAS spy and the stream ---------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import subprocess
@@ -223,6 +224,20 @@ def reference_usable(phase: PhaseResult) -> bool:
     return (phase.returncode == 0 and not phase.timed_out and phase.run_completed and not phase.forged_lines
             and bool(phase.records) and all(r.get("outcome") == "passed" for r in phase.records)
             and bool(phase.metrics()))
+
+
+YARDSTICKS_ENV = "WORKBOOK_YARDSTICKS"  # the reference's figures, as grader::yardstick reads them
+
+
+def yardsticks_env(figures: Dict[str, float]) -> Dict[str, str]:
+    """The reference's figures on a timed task as the student's program reads its yardsticks
+    (grader::yardstick in grader/support/grader.hpp): {"WORKBOOK_YARDSTICKS": "name=value,..."},
+    finite positive numbers only; {} when there are none. The program takes from it only the
+    figures its test names as yardsticks (the grader's own baselines), never the reference's time."""
+    given = [f"{name}={value!r}" for name, value in sorted(figures.items())
+             if isinstance(name, str) and name.isidentifier() and isinstance(value, (int, float))
+             and not isinstance(value, bool) and math.isfinite(value) and value > 0]
+    return {YARDSTICKS_ENV: ",".join(given)} if given else {}
 
 
 @dataclass
@@ -479,16 +494,17 @@ class Grader:
             self.nvidia_smi_s += time.monotonic() - asked
 
     def _timed(self, program: str, lesson: Lesson, task) -> Tuple[PhaseResult, Optional[PhaseResult], list]:
-        """The task's performance test, then the reference's, alone on the GPU (self.alone); and the
+        """The reference's performance test, then the task's, alone on the GPU (self.alone); and the
         other processes nvidia-smi saw on the GPU just before and just after them (before: as the
-        previous task ended, or as the hold began)."""
+        previous task ended, or as the hold began). The reference goes first: its figures, taken
+        from the timing cache or measured now, give the student's program its yardsticks
+        (yardsticks_env), which it then need not time again."""
         spec = f"[{task.tag}][perf]"
         ref_program = (self.reference or {}).get(lesson.slug)
         reference = None
         key = TimingCache.key(self.gpu_uuid, f"reference/{lesson.slug}/{task.id}")
         with self.alone() as hold:
             before = hold.seen
-            phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env)
             kept = self.timing_cache.take(key, ref_program) if self.timing_cache and ref_program else None
             if kept:  # the reference's figure this GPU measured lately (timing_cache.py)
                 reference = PhaseResult(records=[{"outcome": "passed", "metrics": kept}])
@@ -498,6 +514,9 @@ class Grader:
                                           env=self.env)
                 except FileNotFoundError:  # --no-build on a build that never made it: no comparison then
                     reference = None
+            given = kept or (reference.metrics() if reference is not None and reference_usable(reference) else {})
+            phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson),
+                              env=dict(self.env, **yardsticks_env(given)))
             after = hold.seen = self._who_else()
             ours = [os.getpid()] + [p.pid for p in (phase, reference) if p and p.pid]
             others = gpu_processes.others([before, after], ours)
@@ -522,7 +541,9 @@ class Grader:
         with self.alone():
             lines, elapsed_s = counters.profile(run_phase, program, f"[{task.tag}][perf]", ncu=self.ncu,
                                                 seed=self.seed, timeout_s=self._timeout(lesson) * counters.PROFILE_SLOWDOWN,
-                                                env=self.env, least_bytes=metrics[counters.PROFILED_BYTES],
+                                                # the yardsticks the timed run took, not timed again
+                                                env=dict(self.env, **yardsticks_env(metrics)),
+                                                least_bytes=metrics[counters.PROFILED_BYTES],
                                                 bandwidth_bound=task.perf_metric in counters.BANDWIDTH_METRICS,
                                                 causes=short)
         wall["counters"] = wall.get("counters", 0.0) + elapsed_s

@@ -30,6 +30,19 @@ bool sanitize_mode();
 /// Records a number for the scoreboard (e.g. "fraction_of_copy_bandwidth").
 void record_metric(const std::string& name, double value);
 
+/// A yardstick of the current timed test: a figure of the grader's own code (cuBLAS's GFLOP/s, a
+/// baseline's milliseconds) on a shape the grader fixes, the same whatever code is graded. ./grade
+/// times the reference solution's test before the student's and passes its figures to the
+/// student's program (`WORKBOOK_YARDSTICKS` as the program started: `name=value,...`), which then
+/// takes \p name from there instead of timing it a second time; without such a figure (a program
+/// run by hand, the reference's own run, a reference that failed) \p measure gives it. Either way
+/// it is recorded as the metric \p name, and the metric "yardsticks_given" counts those taken.
+double yardstick(const std::string& name, const std::function<double()>& measure);
+
+/// The figure `WORKBOOK_YARDSTICKS`, as the program started, gives for \p name; 0 when it gives
+/// none, or one that is not a finite positive number.
+double given_yardstick(const std::string& name);
+
 /// The metrics recorded in the current test case (read by the listener).
 const std::vector<std::pair<std::string, double>>& recorded_metrics();
 

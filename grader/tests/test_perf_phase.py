@@ -258,6 +258,7 @@ class GraderPerformanceTest(unittest.TestCase):
         self.env = mock.patch.dict(os.environ, {gpu_lock.LOCK_DIR_ENV: self.tmp.name})
         self.env.start()
         self.runs = []
+        self.envs = []  # each run's environment, beside self.runs
         self.on_the_gpu = "nvidia-smi"  # else what gpu_processes.compute_apps gives around the timed phases
 
     def tearDown(self):
@@ -282,6 +283,7 @@ class GraderPerformanceTest(unittest.TestCase):
         def run_phase(program, spec, **kwargs):
             wrapper = kwargs.get("wrapper")
             self.runs.append((wrapper[0] if wrapper else program, spec, grader.gpu.held))
+            self.envs.append(kwargs.get("env", {}))
             if wrapper:
                 self.profiled_env = kwargs["env"]
                 Path(wrapper[wrapper.index("--log-file") + 1]).write_text(NCU_LOG)
@@ -318,10 +320,10 @@ class GraderPerformanceTest(unittest.TestCase):
     def timed(self):
         return [(program, held) for program, spec, held in self.runs if spec == "[task_1][perf]"]
 
-    def test_correctness_is_shared_timing_exclusive_with_the_reference_right_after(self):
+    def test_correctness_is_shared_timing_exclusive_with_the_reference_right_before(self):
         self.grade(0.70)
         self.assertEqual([held for _, spec, held in self.runs if "~[perf]" in spec], ["SH", "SH"])
-        self.assertEqual(self.timed(), [("student", "EX"), ("reference", "EX")])
+        self.assertEqual(self.timed(), [("reference", "EX"), ("student", "EX")])
 
     def test_the_lesson_says_how_much_of_its_phases_was_inside_the_tests(self):
         self.on_the_gpu = []
@@ -346,7 +348,7 @@ class GraderPerformanceTest(unittest.TestCase):
         self.assertLess(max(i for i, spec in enumerate(specs) if "~[perf]" in spec),
                         min(i for i, spec in enumerate(specs) if spec == "[task_1][perf]"))
         # (the stand-in reference is lesson 01's alone)
-        self.assertEqual(self.timed(), [("student", "EX"), ("reference", "EX"), ("student", "EX")])
+        self.assertEqual(self.timed(), [("reference", "EX"), ("student", "EX"), ("student", "EX")])
         held = [line.split()[:2] for line in log.read_text().splitlines()]
         self.assertEqual([mode for event, mode in held if event == "acquire"].count("EX"), 1, held)
         self.assertEqual([len(r.tasks) for r in self.lesson_results], [2, 2])
@@ -401,7 +403,7 @@ class GraderPerformanceTest(unittest.TestCase):
         reference = Path(self.tmp.name) / "grade_01_vector_add__solutions"
         reference.write_text("a program")
         first = self.grade(0.80, timing_cache=cache, reference=str(reference), reference_value=1.0)
-        self.assertEqual(self.timed(), [("student", "EX"), (str(reference), "EX")])
+        self.assertEqual(self.timed(), [(str(reference), "EX"), ("student", "EX")])
         self.assertIn("80% of the reference", first.summary)
         for value in (0.60, 0.90):  # the next gradings: the student alone is timed
             self.runs = []
@@ -412,7 +414,7 @@ class GraderPerformanceTest(unittest.TestCase):
         self.runs = []
         self.assertIn("160% of the reference", self.grade(0.80, timing_cache=cache, reference=str(reference),
                                                           reference_value=0.5).summary)
-        self.assertEqual(self.timed(), [("student", "EX"), (str(reference), "EX")])
+        self.assertEqual(self.timed(), [(str(reference), "EX"), ("student", "EX")])
 
     def test_a_second_measurement_in_the_same_hold_reuses_the_figure_the_first_kept(self):
         self.on_the_gpu = []
@@ -420,7 +422,7 @@ class GraderPerformanceTest(unittest.TestCase):
         reference = Path(self.tmp.name) / "grade_01_vector_add__solutions"
         reference.write_text("a program")
         self.grade(0.40, 0.45, timing_cache=cache, reference=str(reference))  # below the threshold: twice
-        self.assertEqual(self.timed(), [("student", "EX"), (str(reference), "EX"), ("student", "EX")])
+        self.assertEqual(self.timed(), [(str(reference), "EX"), ("student", "EX"), ("student", "EX")])
         entry = next(iter(json.loads(Path(cache).read_text())["entries"].values()))
         self.assertEqual(entry["measurements"], 1)
 
@@ -443,6 +445,43 @@ class GraderPerformanceTest(unittest.TestCase):
         self.grade(0.80, timing_cache=cache, reference=str(reference))
         self.assertEqual(len(kept()), 1)  # the same call keeps it when all is well
 
+    def yardsticks_given(self):
+        """What each timed run of task 1 was given as its yardsticks (WORKBOOK_YARDSTICKS), in order."""
+        return [(run[0], env.get(cli.YARDSTICKS_ENV)) for run, env in zip(self.runs, self.envs)
+                if run[1] == "[task_1][perf]"]
+
+    def test_the_student_is_given_the_references_figures_as_yardsticks_and_the_reference_none(self):
+        self.grade(0.80, reference_value=0.5)
+        given = self.yardsticks_given()
+        self.assertEqual([program for program, _ in given], ["reference", "student"])
+        self.assertIsNone(given[0][1])  # the reference times its own
+        self.assertEqual(dict(item.split("=") for item in given[1][1].split(",")),
+                         {"fraction_of_copy_bandwidth": "0.5", "gbps": "2000.0", counters.PROFILED_BYTES: "201326592"})
+
+    def test_a_kept_reference_figure_is_given_and_an_unusable_reference_gives_nothing(self):
+        self.on_the_gpu = []
+        cache = str(Path(self.tmp.name) / "timing_cache.json")
+        reference = Path(self.tmp.name) / "grade_01_vector_add__solutions"
+        reference.write_text("a program")
+        self.grade(0.80, timing_cache=cache, reference=str(reference), reference_value=0.5)
+        self.runs, self.envs = [], []
+        self.grade(0.80, timing_cache=cache, reference=str(reference), reference_value=0.9)  # kept: not run
+        self.assertEqual([program for program, _ in self.yardsticks_given()], ["student"])
+        self.assertIn("gbps=2000.0", self.yardsticks_given()[0][1])  # the kept figures, not 0.9's
+        self.runs, self.envs = [], []
+        with mock.patch.object(cli, "reference_usable", return_value=False):
+            self.grade(0.80, reference_value=0.5)
+        self.assertEqual(self.yardsticks_given(), [("reference", None), ("student", None)])
+
+    def test_yardsticks_are_finite_positive_numbers_under_plain_names(self):
+        self.assertEqual(cli.yardsticks_env({}), {})
+        self.assertEqual(cli.yardsticks_env({"cublas_gflops": 51234.5, "host_api_ms": 3}),
+                         {cli.YARDSTICKS_ENV: "cublas_gflops=51234.5,host_api_ms=3"})
+        for bad in ({"x": float("nan")}, {"x": float("inf")}, {"x": 0.0}, {"x": -1.0}, {"x": True}, {"x": "7"},
+                    {"a,b": 1.0}, {"a=b": 1.0}, {"": 1.0}):
+            self.assertEqual(cli.yardsticks_env(bad), {}, bad)
+        self.assertEqual(cli.yardsticks_env({"tiny": 1e-300}), {cli.YARDSTICKS_ENV: "tiny=1e-300"})
+
     def test_only_a_reference_run_that_ended_cleanly_is_usable(self):
         good = perf(1.0)
         good.run_completed = True
@@ -462,7 +501,7 @@ class GraderPerformanceTest(unittest.TestCase):
 
     def test_a_figure_below_the_threshold_is_measured_again(self):
         performance = self.grade(0.58, 0.62)
-        self.assertEqual(self.timed(), [("student", "EX"), ("reference", "EX")] * 2)
+        self.assertEqual(self.timed(), [("reference", "EX"), ("student", "EX")] * 2)
         self.assertEqual(performance.status, scoring.PASSED)
         self.assertIn("58.0% then 62.0%", performance.details)
         self.assertIn("measuring again", self.output)
@@ -476,7 +515,7 @@ class GraderPerformanceTest(unittest.TestCase):
     def test_a_figure_below_the_threshold_gets_the_counters_of_its_timed_test_alone_on_the_gpu(self):
         performance = self.grade(0.40, 0.40, ncu=("/cuda/bin/ncu", ""))
         self.assertEqual([(program, held) for program, spec, held in self.runs if spec == "[task_1][perf]"],
-                         [("student", "EX"), ("reference", "EX")] * 2 + [("/cuda/bin/ncu", "EX")])
+                         [("reference", "EX"), ("student", "EX")] * 2 + [("/cuda/bin/ncu", "EX")])
         self.assertEqual(self.profiled_env["WORKBOOK_PROFILE"], "1")
         self.assertEqual(performance.status, scoring.FAILED)
         self.assertIn("Things to check", performance.details)  # these counters prove no cause

@@ -299,6 +299,19 @@ class RealProgramTest(unittest.TestCase):
         metrics = self.run_program("[honest]", WORKBOOK_SANITIZE="1").metrics()
         self.assertEqual((metrics["guard_elements"], metrics["sanitize_mode"]), (0, 1))
 
+    def test_yardsticks_are_taken_as_given_at_startup_and_measured_otherwise(self):
+        # a: given; b: not a number; c: empty; abc: not "ab"'s; e: given; f: not listed.
+        given = "ab=9,a=2.5,b=nan,c=,abc=1e3x,e=4,=3,junk"
+        r = self.run_program("[yardsticks]", WORKBOOK_YARDSTICKS=given)
+        self.assertEqual([x["outcome"] for x in r.records], ["passed"], r.output_tail)
+        self.assertEqual(r.metrics(), {"a": 2.5, "b": 7, "c": 7, "abc": 7, "e": 4, "f": 7,
+                                       "yardsticks_given": 2, "measured": 4})
+        self.assertEqual(self.run_program("[yardsticks]").metrics()["measured"], 6)  # none given
+        # One set by the code being graded, after start-up, is not read.
+        metrics = self.run_program("[yardsticks]", WORKBOOK_CHANNEL_TEST_SETENV="1").metrics()
+        self.assertEqual((metrics["measured"], metrics["a"]), (6, 7))
+        self.assertNotIn("yardsticks_given", metrics)
+
     def test_a_static_initialiser_finds_the_key_gone(self):
         r = self.run_program("[honest]", WORKBOOK_CHANNEL_TEST_LATE_THIEF="1")
         self.assertEqual(r.forged_lines, 0)

@@ -5,11 +5,13 @@
 //   [honest]   passes, and records what the grader reads from its start-up environment;
 //   [fails]    fails with a message that is not UTF-8;
 //   [forges]   appends a replayed line and a made-up passing record to the report file;
-//   [exits]    calls std::exit(0) in the middle of a test.
+//   [exits]    calls std::exit(0) in the middle of a test;
+//   [yardsticks] asks grader::yardstick for figures, each "measured" as 7 when not given.
 // All but [honest] are hidden ([.]): run by hand, the program runs that one alone.
 // Environment switches, each an attack made at start-up:
 //   WORKBOOK_CHANNEL_TEST_SETENV       a default-priority static initialiser sets the bandwidth,
-//                                      WORKBOOK_SANITIZE and WORKBOOK_REPORT, as a submission could;
+//                                      WORKBOOK_SANITIZE, WORKBOOK_REPORT and WORKBOOK_YARDSTICKS, as
+//                                      a submission could;
 //   WORKBOOK_CHANNEL_TEST_STEAL_KEY    a .preinit_array function, which runs before any constructor,
 //                                      reads the key's pipe before the grader does;
 //   WORKBOOK_CHANNEL_TEST_LATE_THIEF   a default-priority static initialiser tries to read the pipe
@@ -64,6 +66,7 @@ const bool attacked_at_startup = [] {
     ::setenv("WORKBOOK_COPY_BANDWIDTH_GBPS", "1", 1);
     ::setenv("WORKBOOK_SANITIZE", "1", 1);
     ::setenv("WORKBOOK_REPORT", "/dev/null", 1);
+    ::setenv("WORKBOOK_YARDSTICKS", "a=1000,b=1000,ab=1000,abc=1000,e=1000", 1);
   }
   if (noted_key_fd >= 0) {
     char stolen[256];
@@ -111,4 +114,12 @@ TEST_CASE("forges", "[.][forges]") {
 
 TEST_CASE("exits", "[.][exits]") {
   std::exit(0);
+}
+
+TEST_CASE("yardsticks", "[.][yardsticks]") {
+  int measured = 0;
+  for (const char* name : {"a", "b", "c", "abc", "e", "f"}) {
+    grader::yardstick(name, [&] { return ++measured, 7.0; });
+  }
+  grader::record_metric("measured", measured);
 }
