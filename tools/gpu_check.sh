@@ -22,7 +22,8 @@
 #   tools/gpu_check.sh first-grade      a fresh clone's ./grade 01, then ./grade of every lesson, each
 #                                       timed (issue 25's first-grade goals: 20 s and 45 s on an H100)
 #   tools/gpu_check.sh class N          a generated class of N students over every lesson, graded with
-#                                       ./grade-class --per-gpu 4 (check_class.py --size N): every
+#                                       ./grade-class (check_class.py --size N; CLASS_PER_GPU=K gives
+#                                       --per-gpu K, else ./grade-class chooses): every
 #                                       verdict as expected, and class.json's time (phases, the GPU's
 #                                       time alone, what the timing cache reused)
 #   tools/gpu_check.sh summary          the short summary of everything run so far
@@ -120,9 +121,10 @@ stage_class() {
   rm -rf "$class" "$logs/locks_class_$size.log"  # check_class.py --keep resumes a class it finds there
   sampler_start "class_$size"
   WORKBOOK_LOCK_LOG=$PWD/$logs/locks_class_$size.log \
-    python3 grader/tests/check_class.py --size "$size" --lessons 01 02 03 04 05 06 07 --per-gpu "${CLASS_PER_GPU:-4}" \
+    python3 grader/tests/check_class.py --size "$size" --lessons 01 02 03 04 05 06 07 ${CLASS_PER_GPU:+--per-gpu "$CLASS_PER_GPU"} \
     --build-dir build/class-check --keep "$class" > "$logs/class_$size.log" 2>&1
-  echo "class $size (--per-gpu ${CLASS_PER_GPU:-4}): exit $?, $((SECONDS - started)) s, $(tail -1 "$logs/class_$size.log")" | tee -a "$logs/stages.txt"
+  echo "class $size (--per-gpu ${CLASS_PER_GPU:-chosen by ./grade-class}): exit $?, $((SECONDS - started)) s, $(tail -1 "$logs/class_$size.log")" | tee -a "$logs/stages.txt"
+  grep -m1 -E "^Grading [0-9]+ submissions" "$logs/class_$size.log" | tee -a "$logs/stages.txt"
   sampler_stop
   python3 tools/lock_log_summary.py "$logs/locks_class_$size.log" | tee -a "$logs/stages.txt"
   cp "$class/grades/class.json" "$logs/class_$size.json" 2>/dev/null

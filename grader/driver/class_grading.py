@@ -83,9 +83,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                         help="parallel compile jobs (default: all cores, or the CPUs Slurm gave the task)")
     parser.add_argument("--gpus", help="comma-separated GPU indices to grade on (default: CUDA_VISIBLE_DEVICES, "
                                        "else every GPU nvidia-smi lists)")
-    parser.add_argument("--per-gpu", type=int, default=1, metavar="N",
-                        help="gradings at once on each GPU (default 1); correctness tests then share the GPU, and "
-                             "the per-GPU lock still times every performance phase alone")
+    parser.add_argument("--per-gpu", type=int, metavar="N",
+                        help="gradings at once on each GPU (default: one per 8 GiB of the smallest GPU's memory and "
+                             "per 2 cores a GPU, at most 8: 8 on a 16-core H100, 2 on a 4-core T4); correctness tests then "
+                             "share the GPU, and the per-GPU lock still times every performance phase alone")
     parser.add_argument("--no-timing", action="store_true", help="correctness only (performance scores nothing)")
     counters_choice = parser.add_mutually_exclusive_group()
     counters_choice.add_argument("--no-counters", action="store_true",
@@ -124,7 +125,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         parser.error("--seed must be between 1 and 2147483647")
     if args.shard and not re.fullmatch(r"\d+/\d+", args.shard):
         parser.error("--shard is I/N")
-    if args.jobs < 1 or args.per_gpu < 1:
+    if args.jobs < 1 or (args.per_gpu is not None and args.per_gpu < 1):
         parser.error("--jobs and --per-gpu must be at least 1")
     return args
 
@@ -357,6 +358,37 @@ def available_gpus(given: Optional[str]) -> List[Optional[str]]:
     return [str(i) for i in range(count)] or [None]
 
 
+MAX_PER_GPU = 8
+
+
+def gradings_per_gpu(gpus: List[Optional[str]], cores: int, listed: Optional[str]) -> Tuple[int, str]:
+    """How many gradings share each GPU when --per-gpu is not given, and why: one per 8 GiB (rounded)
+    of the smallest GPU's memory (a grading's correctness tests hold up to a few GiB: lesson 04's inputs)
+    and one per 2 cores a GPU (compute-sanitizer's tools run side by side on the host), at most
+    MAX_PER_GPU and at least 1; the rule cmake/GpuTestSlots.cmake applies to the project's tests.
+    `listed`: nvidia-smi's "memory.total [MiB], mig.mode.current" lines (None: not available).
+    A GPU in MIG mode, or memory nvidia-smi does not give, gets 1. Measured on an H100 with 16
+    cores (grader/README.md): 6 at once graded a class at 40 s a submission, 4 at once at 49 s."""
+    rows = [line.split(",") for line in (listed or "").splitlines() if line.strip()]
+    sizes = [int(row[0]) for row in rows if row and row[0].strip().isdigit()]
+    if not sizes or len(sizes) != len(rows) or any("enabled" in ",".join(row).lower() for row in rows):
+        return 1, "the GPUs' memory not known (or a GPU in MIG mode)"
+    by_memory, by_cores = (min(sizes) + 4096) // 8192, cores // (2 * max(1, len(gpus)))  # 8 GiB each, rounded
+    count = max(1, min(MAX_PER_GPU, by_memory, by_cores))
+    return count, f"{min(sizes) // 1024} GiB, {cores} cores for {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"
+
+
+def listed_gpu_memory() -> Optional[str]:
+    """nvidia-smi's memory.total and MIG mode of every GPU, one line each; None when it cannot say."""
+    try:
+        listed = subprocess.run(["nvidia-smi", "--query-gpu=memory.total,mig.mode.current",
+                                 "--format=csv,noheader,nounits"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return listed.stdout.decode(errors="replace") if listed.returncode == 0 else None
+
+
 def time_limit(lessons: List[Lesson], timeout: Optional[float]) -> float:
     """A whole grading's limit: each task's phases at their limit (correctness and the check of its
     pass under compute-sanitizer; for a timed task also its timed test and the reference's, twice
@@ -574,8 +606,13 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
     """Grades `todo` on every GPU at once, one grading per GPU at a time, with a progress bar."""
     gpus = available_gpus(args.gpus)
     shown = ", ".join(g for g in gpus if g is not None) or "none found"
-    workers = [gpu for gpu in gpus for _ in range(args.per_gpu)]
-    print(f"Grading {len(todo)} submissions with seed {seed}, {len(workers)} at a time (GPUs: {shown})", flush=True)
+    per_gpu, why = args.per_gpu, "--per-gpu"
+    if per_gpu is None:
+        cores = int(os.environ.get("SLURM_CPUS_PER_TASK") or len(os.sched_getaffinity(0)) or 1)
+        per_gpu, why = gradings_per_gpu(gpus, cores, listed_gpu_memory() if gpus != [None] else None)
+    workers = [gpu for gpu in gpus for _ in range(per_gpu)]
+    print(f"Grading {len(todo)} submissions with seed {seed}, {len(workers)} at a time, {per_gpu} a GPU ({why}; "
+          f"GPUs: {shown})", flush=True)
     work: "queue.Queue[str]" = queue.Queue()
     for name in todo:
         work.put(name)

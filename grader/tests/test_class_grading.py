@@ -199,6 +199,29 @@ class GradebookTest(Temp):
         self.assertEqual(cg.grade_result("a", 1, "", 1.0, LESSONS, paths)["status"], "graded")
 
 
+class GradingsPerGpuTest(unittest.TestCase):
+    """--per-gpu left out: the gradings that share a GPU, from its memory and the cores."""
+
+    def test_memory_and_cores_each_bound_the_count_at_most_eight_at_least_one(self):
+        h100 = "81559, Disabled\n"
+        self.assertEqual(cg.gradings_per_gpu(["0"], 16, h100)[0], 8)    # 16 cores: 8; 79 GiB: 9
+        self.assertEqual(cg.gradings_per_gpu(["0"], 64, h100)[0], 8)    # at most 8
+        self.assertEqual(cg.gradings_per_gpu(["0"], 6, h100)[0], 3)     # the cores bound it
+        self.assertEqual(cg.gradings_per_gpu(["0", "1"], 16, h100 * 2)[0], 4)  # cores shared by two GPUs
+        self.assertEqual(cg.gradings_per_gpu(["0"], 16, "15360, N/A\n")[0], 2)  # a T4: 15 GiB
+        self.assertEqual(cg.gradings_per_gpu(["0"], 16, "23028, N/A\n")[0], 3)  # an A10: 22.5 GiB
+        self.assertEqual(cg.gradings_per_gpu(["0"], 16, "12000, N/A\n")[0], 1)  # 11.7 GiB
+        self.assertEqual(cg.gradings_per_gpu(["0"], 1, h100)[0], 1)     # at least one
+        self.assertEqual(cg.gradings_per_gpu(["0", "1"], 32, "81559, Disabled\n15360, N/A\n")[0], 2)  # the smallest
+        count, why = cg.gradings_per_gpu(["0"], 16, h100)
+        self.assertEqual(why, "79 GiB, 16 cores for 1 GPU")
+
+    def test_unknown_memory_or_mig_gives_one(self):
+        for listed in (None, "", "[N/A], Disabled\n", "81559, Enabled\n", "81559, Disabled\nNo devices\n"):
+            self.assertEqual(cg.gradings_per_gpu(["0"], 16, listed), (1, "the GPUs' memory not known (or a GPU in MIG mode)"),
+                             listed)
+
+
 class GradeOneTest(Temp):
     def test_the_options_reach_each_submissions_grade(self):
         import types
