@@ -303,6 +303,10 @@ void check_contract(const Subject& s) {
     Problem p(s, g, "contract");
     grader::require_contract_kept(contract, {s.call_text(g), {student_stream()}, {}, {{"points", double(g.points())}}},
                                   [&] { s.call(p.in.data(), p.out.data(), g, student_stream()); });
+    // Its result too, so that a call wrong at a small grid stops here as it does in the test of
+    // every grid: run on, a far write past the output at the large grids either crashes or lands
+    // unseen, as the memory layout has it, and the verdict would follow the layout.
+    check_output(s, p);
   }
 }
 

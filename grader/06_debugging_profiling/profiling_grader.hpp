@@ -101,7 +101,8 @@ void check_every_shape(const Subject& s);
 // not tell, its launch does).
 void check_uses_shared_memory(const Subject& s, int task);
 
-// The contract debugging_profiling.hpp states at every shape, after one untraced call.
+// The contract debugging_profiling.hpp states at every shape, after one untraced call, and the
+// result at each shape (a call wrong at a small grid stops there, as in check_every_shape).
 void check_contract(const Subject& s);
 
 // The timed call on an n x n grid (benchmark.hpp), checked first; records the figure of merit
