@@ -124,6 +124,17 @@ def exits_zero(results: dict, expected: dict) -> bool:
                if (slug, task_id) not in optional for kind, v in kinds.items())
 
 
+def caught_tasks(expected: dict) -> dict:
+    """The expectations of the tasks a broken variant breaks: those with any verdict other than a
+    plain "passed". The others run the reference's own code, which the reference's grading checks;
+    a variant that breaks nothing keeps every task."""
+    caught = {slug: {task_id: kinds for task_id, kinds in tasks.items()
+                     if any(want != "passed" for want in kinds.values())}
+              for slug, tasks in expected.items()}
+    caught = {slug: tasks for slug, tasks in caught.items() if tasks}
+    return caught or expected
+
+
 def selectors(expected: dict) -> list:
     """./grade's selectors of exactly the tasks `expected` lists ("04_reduction.2")."""
     return [f"{slug}.{task_id}" for slug, tasks in expected.items() for task_id in tasks]
@@ -156,6 +167,9 @@ def main() -> int:
     parser.add_argument("--listed-tasks", action="store_true",
                         help="grade only the tasks the expectations list (./grade 04.2), not their whole lessons: "
                              "for a grading that checks one task's verdict, such as the counters of a slow kernel")
+    parser.add_argument("--caught-tasks", action="store_true",
+                        help="grade and check only the tasks a broken variant breaks (caught_tasks: those expected "
+                             "to be anything but passed), as --listed-tasks does: its other tasks are the reference's")
     parser.add_argument("--sanitize", action="store_true", help="grade under compute-sanitizer (./grade --sanitize)")
     parser.add_argument("--counters", action="store_true",
                         default=os.environ.get("WORKBOOK_E2E_COUNTERS") == "1",
@@ -169,12 +183,15 @@ def main() -> int:
     if args.lesson:  # only the lessons named are graded (named as ./grade names them), so only theirs are expected
         named = {l.slug for l in select_lessons(load_manifest(ROOT / "lessons" / "manifest.json"), args.lesson)}
         expected = {slug: tasks for slug, tasks in expected.items() if slug in named}
+    if args.caught_tasks:
+        expected = caught_tasks(expected)
     if args.sanitize:
         expected = under_the_sanitizer(expected)
+    listed = args.listed_tasks or args.caught_tasks
     with tempfile.TemporaryDirectory() as results_dir:
         command = [sys.executable, str(ROOT / "grade"), "--no-build", "--build-dir", args.build_dir,
                    "--tree", args.tree, "--results", results_dir] + grade_options(expected, args) + \
-                  (args.lesson or (selectors(expected) if args.listed_tasks else list(expected)))
+                  (args.lesson or (selectors(expected) if listed else list(expected)))
         process = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         output = process.stdout.decode(errors="replace")
         results_path = Path(results_dir) / "results.json"

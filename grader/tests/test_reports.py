@@ -8,7 +8,7 @@ from argparse import Namespace
 from helpers import lesson, matmul_lesson
 from driver import scoring
 from driver.reports import format_scoreboard, gradescope_results, junit_xml, write_reports
-from check_grades import check, exits_zero, grade_options, selectors, under_the_sanitizer
+from check_grades import caught_tasks, check, exits_zero, grade_options, selectors, under_the_sanitizer
 
 
 def sample_run():
@@ -176,6 +176,25 @@ class CheckGradesTest(unittest.TestCase):
         expected = {"04_reduction": {"2": {"correctness": "passed"}},
                     "06_debugging_profiling": {"1": {"correctness": "passed"}, "5": {"correctness": "passed"}}}
         self.assertEqual(selectors(expected), ["04_reduction.2", "06_debugging_profiling.1", "06_debugging_profiling.5"])
+
+    def test_a_broken_variant_is_graded_on_the_tasks_it_breaks(self):
+        expected = {"02_multiply_add": {"1": {"correctness": "passed", "performance": "passed"},
+                                        "2": {"correctness": {"status": "failed", "contains": ["grid"]}},
+                                        "3": {"correctness": "passed"}},
+                    "06_debugging_profiling": {"4": {"correctness": "passed",
+                                                     "performance": {"status": "passed", "hints": ["x"]}},
+                                               "5": {"correctness": "passed"}},
+                    "07_monte_carlo": {"1": {"correctness": "passed"}}}
+        caught = caught_tasks(expected)
+        self.assertEqual(selectors(caught), ["02_multiply_add.2", "06_debugging_profiling.4"])
+        self.assertEqual(caught["06_debugging_profiling"]["4"], expected["06_debugging_profiling"]["4"])
+        # Timing follows what is left: task 1's performance no longer asks for a timed phase, 06.4's does.
+        args = Namespace(sanitize=False, counters=False, timing_cache=None)
+        self.assertEqual(grade_options({"02_multiply_add": caught["02_multiply_add"]}, args),
+                         ["--no-timing", "--no-counters"])
+        self.assertEqual(grade_options(caught, args), ["--no-counters"])
+        everything_passes = {"01_vector_add": {"1": {"correctness": "passed"}}}
+        self.assertEqual(caught_tasks(everything_passes), everything_passes)  # nothing broken: all kept
 
     def test_a_metric_out_of_its_bounds_is_reported(self):
         results = gradescope_results(sample_run())
