@@ -85,7 +85,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                                        "else every GPU nvidia-smi lists)")
     parser.add_argument("--per-gpu", type=int, metavar="N",
                         help="gradings at once on each GPU (default: one per 8 GiB of the smallest GPU's memory and "
-                             "per 2 cores a GPU, at most 8: 8 on a 16-core H100, 2 on a 4-core T4); correctness tests then "
+                             "per 2 cores a GPU, at most 4: 4 on a 16-core H100, 2 on a 4-core T4); correctness tests then "
                              "share the GPU, and the per-GPU lock still times every performance phase alone")
     parser.add_argument("--no-timing", action="store_true", help="correctness only (performance scores nothing)")
     counters_choice = parser.add_mutually_exclusive_group()
@@ -358,17 +358,19 @@ def available_gpus(given: Optional[str]) -> List[Optional[str]]:
     return [str(i) for i in range(count)] or [None]
 
 
-MAX_PER_GPU = 8
+# On an H100 with 16 cores, 4 gradings at once graded a class of all seven lessons at 49 s a
+# submission, 6 at once at about the same rate (6 done in 281 s): the timed phases, alone on the
+# GPU, and the drains before them set the pace, not the gradings side by side (grader/README.md).
+MAX_PER_GPU = 4
 
 
 def gradings_per_gpu(gpus: List[Optional[str]], cores: int, listed: Optional[str]) -> Tuple[int, str]:
     """How many gradings share each GPU when --per-gpu is not given, and why: one per 8 GiB (rounded)
-    of the smallest GPU's memory (a grading's correctness tests hold up to a few GiB: lesson 04's inputs)
-    and one per 2 cores a GPU (compute-sanitizer's tools run side by side on the host), at most
-    MAX_PER_GPU and at least 1; the rule cmake/GpuTestSlots.cmake applies to the project's tests.
-    `listed`: nvidia-smi's "memory.total [MiB], mig.mode.current" lines (None: not available).
-    A GPU in MIG mode, or memory nvidia-smi does not give, gets 1. Measured on an H100 with 16
-    cores (grader/README.md): 6 at once graded a class at 40 s a submission, 4 at once at 49 s."""
+    of the smallest GPU's memory (a grading's correctness tests hold up to a few GiB: lesson 04's
+    inputs) and one per 2 cores a GPU (compute-sanitizer's tools run side by side on the host), at
+    least 1 and at most MAX_PER_GPU, past which no more was measured to help. `listed`: nvidia-smi's
+    "memory.total [MiB], mig.mode.current" lines of the GPUs graded on (None: not available). A GPU
+    in MIG mode, or memory nvidia-smi does not give, gets 1."""
     rows = [line.split(",") for line in (listed or "").splitlines() if line.strip()]
     sizes = [int(row[0]) for row in rows if row and row[0].strip().isdigit()]
     if not sizes or len(sizes) != len(rows) or any("enabled" in ",".join(row).lower() for row in rows):
@@ -378,12 +380,14 @@ def gradings_per_gpu(gpus: List[Optional[str]], cores: int, listed: Optional[str
     return count, f"{min(sizes) // 1024} GiB, {cores} cores for {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"
 
 
-def listed_gpu_memory() -> Optional[str]:
-    """nvidia-smi's memory.total and MIG mode of every GPU, one line each; None when it cannot say."""
+def listed_gpu_memory(gpus: List[Optional[str]]) -> Optional[str]:
+    """nvidia-smi's memory.total and MIG mode of the GPUs graded on (their indices or UUIDs, as
+    --gpus or CUDA_VISIBLE_DEVICES give them), one line each; None when it cannot say."""
+    selected = [g for g in gpus if g is not None]
     try:
         listed = subprocess.run(["nvidia-smi", "--query-gpu=memory.total,mig.mode.current",
-                                 "--format=csv,noheader,nounits"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                timeout=60)
+                                 "--format=csv,noheader,nounits"] + (["-i", ",".join(selected)] if selected else []),
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return listed.stdout.decode(errors="replace") if listed.returncode == 0 else None
@@ -609,7 +613,7 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
     per_gpu, why = args.per_gpu, "--per-gpu"
     if per_gpu is None:
         cores = int(os.environ.get("SLURM_CPUS_PER_TASK") or len(os.sched_getaffinity(0)) or 1)
-        per_gpu, why = gradings_per_gpu(gpus, cores, listed_gpu_memory() if gpus != [None] else None)
+        per_gpu, why = gradings_per_gpu(gpus, cores, listed_gpu_memory(gpus) if gpus != [None] else None)
     workers = [gpu for gpu in gpus for _ in range(per_gpu)]
     print(f"Grading {len(todo)} submissions with seed {seed}, {len(workers)} at a time, {per_gpu} a GPU ({why}; "
           f"GPUs: {shown})", flush=True)

@@ -229,14 +229,21 @@ def reference_usable(phase: PhaseResult) -> bool:
 YARDSTICKS_ENV = "WORKBOOK_YARDSTICKS"  # the reference's figures, as grader::yardstick reads them
 
 
+def _finite_positive(value) -> bool:
+    try:
+        return math.isfinite(value) and value > 0
+    except OverflowError:  # an integer too large for a float (a damaged timing cache)
+        return False
+
+
 def yardsticks_env(figures: Dict[str, float]) -> Dict[str, str]:
     """The reference's figures on a timed task as the student's program reads its yardsticks
     (grader::yardstick in grader/support/grader.hpp): {"WORKBOOK_YARDSTICKS": "name=value,..."},
     finite positive numbers only; {} when there are none. The program takes from it only the
     figures its test names as yardsticks (the grader's own baselines), never the reference's time."""
-    given = [f"{name}={value!r}" for name, value in sorted(figures.items())
+    given = [f"{name}={float(value)!r}" for name, value in sorted(figures.items())
              if isinstance(name, str) and name.isidentifier() and isinstance(value, (int, float))
-             and not isinstance(value, bool) and math.isfinite(value) and value > 0]
+             and not isinstance(value, bool) and _finite_positive(value)]
     return {YARDSTICKS_ENV: ",".join(given)} if given else {}
 
 
@@ -493,19 +500,23 @@ class Grader:
         finally:
             self.nvidia_smi_s += time.monotonic() - asked
 
-    def _timed(self, program: str, lesson: Lesson, task) -> Tuple[PhaseResult, Optional[PhaseResult], list]:
+    def _timed(self, program: str, lesson: Lesson, task,
+               fresh: bool = False) -> Tuple[PhaseResult, Optional[PhaseResult], list]:
         """The reference's performance test, then the task's, alone on the GPU (self.alone); and the
         other processes nvidia-smi saw on the GPU just before and just after them (before: as the
         previous task ended, or as the hold began). The reference goes first: its figures, taken
         from the timing cache or measured now, give the student's program its yardsticks
-        (yardsticks_env), which it then need not time again."""
+        (yardsticks_env), which it then need not time again. `fresh`: the reference is timed now
+        whatever the cache holds (and its new figures kept): the second measurement of a task
+        below its threshold compares the student with yardsticks timed right before, not with
+        figures up to timing_cache.MAX_AGE_S old."""
         spec = f"[{task.tag}][perf]"
         ref_program = (self.reference or {}).get(lesson.slug)
         reference = None
         key = TimingCache.key(self.gpu_uuid, f"reference/{lesson.slug}/{task.id}")
         with self.alone() as hold:
             before = hold.seen
-            kept = self.timing_cache.take(key, ref_program) if self.timing_cache and ref_program else None
+            kept = self.timing_cache.take(key, ref_program) if self.timing_cache and ref_program and not fresh else None
             if kept:  # the reference's figure this GPU measured lately (timing_cache.py)
                 reference = PhaseResult(records=[{"outcome": "passed", "metrics": kept}])
             elif ref_program:
@@ -640,7 +651,7 @@ class Grader:
                     timed = [perf_phase, reference_phase]
                     if measure_again(task, perf_phase):  # timing noise must not decide the verdict
                         self._say("below the threshold: measuring again, ")
-                        second, second_reference, more = self._timed(program, lesson, task)
+                        second, second_reference, more = self._timed(program, lesson, task, fresh=True)
                         again = (second, second_reference)
                         timed += [second, second_reference]
                         others = gpu_processes.others([others, more], [])

@@ -263,8 +263,10 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
         key_read, key_write = os.pipe()
         os.write(key_write, key.encode())
         os.close(key_write)
-        # WORKBOOK_PROFILE only where the caller asks for it (counters.profile), never from the user's shell.
-        inherited = {k: v for k, v in os.environ.items() if k != "WORKBOOK_PROFILE"}
+        # WORKBOOK_PROFILE and WORKBOOK_YARDSTICKS only where the caller asks for them (counters.profile,
+        # Grader._timed), never from the user's shell: a left-over WORKBOOK_YARDSTICKS would stand in for
+        # the figures the reference's run is there to time.
+        inherited = {k: v for k, v in os.environ.items() if k not in ("WORKBOOK_PROFILE", "WORKBOOK_YARDSTICKS")}
         child_env = dict(inherited, **env, WORKBOOK_REPORT=report, WORKBOOK_REPORT_KEY_FD=str(key_read))
         start = time.monotonic()
         # A new session, so a timeout kills the sanitizer and the program it started.

@@ -97,13 +97,15 @@ METRIC_CHECKLIST = {
 _RATES = {"gflops": "GFLOP/s", "gbps": "GB/s"}
 
 # The figures a threshold can be scaled by (the manifest's "threshold": {"factor": f, "of": name}):
-# measured by the grader program on the GPU at hand, in the same run and the same units as the
+# measured on the GPU at hand (grader::yardstick: by the reference solution's run of the same test,
+# right before the student's or, in a class, from the timing cache), in the same units as the
 # task's metric. For each, a short name for the scoreboard line and a sentence for the details.
 # Why a threshold follows the GPU: grader/README.md, "Thresholds on the students' GPUs".
 YARDSTICKS = {
     "grader_naive_fraction_of_cublas": (
         "a naive kernel",
-        "what a naive kernel of the grader's reaches on this GPU, timed in this run (C = A^T B, one thread per "
+        "what a naive kernel of the grader's reaches on this GPU, timed with the reference's run of this test "
+        "(C = A^T B, one thread per "
         "element of C: the same loads per multiply-add as the lesson's naive kernel). That fraction differs "
         "between GPUs (about 12% of cuBLAS FP32 on an H100; estimated 8-10% on an A10, 13-19% on a T4) with how "
         "many loads an SM issues per FP32 operation and the clocks cuBLAS holds, so the threshold follows it"),
@@ -576,7 +578,7 @@ def confirm_correctness(task: Task, correctness: ComponentResult, outcomes: List
 def effective_threshold(task: Task, metrics: Dict[str, float]) -> Tuple[Optional[float], str]:
     """The threshold a measurement is judged against, and how it came about ("" when it is the
     manifest's fixed number). A scaled threshold (manifest.ScaledThreshold) is its factor times the
-    figure the grader program measured beside the metric in the same run; without that figure, a
+    yardstick figure the grader program recorded beside the metric; without that figure, a
     positive finite number, there is no threshold (None) and the sentence says why."""
     rule = task.perf_scaled
     if rule is None:

@@ -12,9 +12,12 @@ that GPU and reused by the next ones.
 - It is measured again after MAX_USES reuses or MAX_AGE_S seconds, whichever comes first, so a
   long class follows the GPU's clocks; each new measurement records how far it moved from the one
   before (`drift`), and ./grade-class reports the largest drift in class.json.
-- Only the reference's figure and the copy bandwidth are reused. The reference's figure is
+- Only the reference's figures and the copy bandwidth are reused. The reference's own figure is
   reported beside the student's ("87% of the reference") and decides nothing; the copy bandwidth
-  is a threshold's yardstick, measured with the same program and the same lock as before.
+  and the yardsticks among the reference's figures (cuBLAS's GFLOP/s, a baseline's time: the
+  student's program takes them, grader::yardstick) are thresholds' yardsticks, measured with the
+  same programs and the same lock as without a cache. A task measured a second time (below its
+  threshold) times the reference again rather than reuse its figures.
 
 The file is read and written under a lock of its own (a read-modify-write from several gradings at
 once, on several GPUs, loses nothing), and replaced whole, so a reader never sees half of it."""

@@ -65,21 +65,44 @@ void record_metric(const std::string& name, double value) { state().metrics.empl
 
 const std::vector<std::pair<std::string, double>>& recorded_metrics() { return state().metrics; }
 
-double given_yardstick(const std::string& name) {
-  const char* given = workbook::startup_env("WORKBOOK_YARDSTICKS");
-  if (given == nullptr) return 0.0;
-  const std::string all = given;
-  for (std::size_t start = 0; start < all.size();) {
-    const std::size_t end = std::min(all.find(',', start), all.size());
-    const std::size_t equals = all.find('=', start);
-    if (equals < end && all.compare(start, equals - start, name) == 0) {
-      const std::string text = all.substr(equals + 1, end - equals - 1);
-      char* parsed = nullptr;
-      const double value = std::strtod(text.c_str(), &parsed);
-      const bool whole = !text.empty() && parsed == text.c_str() + text.size();
-      return whole && std::isfinite(value) && value > 0 ? value : 0.0;
+namespace {
+
+// WORKBOOK_YARDSTICKS ("name=value,...") as parsed when the program started: by then the code being
+// graded has neither changed the environment nor the locale std::strtod reads numbers in. Entries
+// that are not a name, "=" and a whole finite positive number are left out; of a name given twice,
+// the first counts.
+const std::vector<std::pair<std::string, double>>& given_yardsticks() {
+  static const auto* const parsed = [] {
+    auto* figures = new std::vector<std::pair<std::string, double>>;
+    const char* given = workbook::startup_env("WORKBOOK_YARDSTICKS");
+    const std::string all = given != nullptr ? given : "";
+    for (std::size_t start = 0; start < all.size();) {
+      const std::size_t end = std::min(all.find(',', start), all.size());
+      const std::size_t equals = all.find('=', start);
+      if (equals < end && equals > start) {
+        const std::string text = all.substr(equals + 1, end - equals - 1);
+        char* parsed_end = nullptr;
+        const double value = std::strtod(text.c_str(), &parsed_end);
+        if (!text.empty() && parsed_end == text.c_str() + text.size() && std::isfinite(value) && value > 0) {
+          figures->emplace_back(all.substr(start, equals - start), value);
+        }
+      }
+      start = end + 1;
     }
-    start = end + 1;
+    return figures;
+  }();
+  return *parsed;
+}
+
+// Priority 101, as startup_environment.cpp's snapshot (which it reads): before the constructors
+// and static initialisers of the code being graded.
+__attribute__((constructor(101))) void parse_yardsticks_at_startup() { (void)given_yardsticks(); }
+
+}  // namespace
+
+double given_yardstick(const std::string& name) {
+  for (const auto& [given, value] : given_yardsticks()) {
+    if (given == name) return value;
   }
   return 0.0;
 }

@@ -39,8 +39,9 @@ void record_metric(const std::string& name, double value);
 /// it is recorded as the metric \p name, and the metric "yardsticks_given" counts those taken.
 double yardstick(const std::string& name, const std::function<double()>& measure);
 
-/// The figure `WORKBOOK_YARDSTICKS`, as the program started, gives for \p name; 0 when it gives
-/// none, or one that is not a finite positive number.
+/// The figure `WORKBOOK_YARDSTICKS`, as the program started, gives for \p name (parsed then, before
+/// the code being graded could change the environment or the locale); 0 when it gives none, or
+/// one that is not a finite positive number.
 double given_yardstick(const std::string& name);
 
 /// The metrics recorded in the current test case (read by the listener).

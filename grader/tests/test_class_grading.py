@@ -202,12 +202,11 @@ class GradebookTest(Temp):
 class GradingsPerGpuTest(unittest.TestCase):
     """--per-gpu left out: the gradings that share a GPU, from its memory and the cores."""
 
-    def test_memory_and_cores_each_bound_the_count_at_most_eight_at_least_one(self):
+    def test_memory_and_cores_each_bound_the_count_at_most_four_at_least_one(self):
         h100 = "81559, Disabled\n"
-        self.assertEqual(cg.gradings_per_gpu(["0"], 16, h100)[0], 8)    # 16 cores: 8; 79 GiB: 9
-        self.assertEqual(cg.gradings_per_gpu(["0"], 64, h100)[0], 8)    # at most 8
+        self.assertEqual(cg.gradings_per_gpu(["0"], 16, h100)[0], 4)    # at most 4 (16 cores: 8; 79 GiB: 10)
         self.assertEqual(cg.gradings_per_gpu(["0"], 6, h100)[0], 3)     # the cores bound it
-        self.assertEqual(cg.gradings_per_gpu(["0", "1"], 16, h100 * 2)[0], 4)  # cores shared by two GPUs
+        self.assertEqual(cg.gradings_per_gpu(["0", "1"], 8, h100 * 2)[0], 2)  # cores shared by two GPUs
         self.assertEqual(cg.gradings_per_gpu(["0"], 16, "15360, N/A\n")[0], 2)  # a T4: 15 GiB
         self.assertEqual(cg.gradings_per_gpu(["0"], 16, "23028, N/A\n")[0], 3)  # an A10: 22.5 GiB
         self.assertEqual(cg.gradings_per_gpu(["0"], 16, "12000, N/A\n")[0], 1)  # 11.7 GiB
@@ -215,6 +214,18 @@ class GradingsPerGpuTest(unittest.TestCase):
         self.assertEqual(cg.gradings_per_gpu(["0", "1"], 32, "81559, Disabled\n15360, N/A\n")[0], 2)  # the smallest
         count, why = cg.gradings_per_gpu(["0"], 16, h100)
         self.assertEqual(why, "79 GiB, 16 cores for 1 GPU")
+
+    def test_nvidia_smi_is_asked_about_the_gpus_graded_on(self):
+        with unittest.mock.patch.object(cg.subprocess, "run") as run:
+            run.return_value = unittest.mock.Mock(returncode=0, stdout=b"81559, Disabled\n")
+            self.assertEqual(cg.listed_gpu_memory(["0", "GPU-abc"]), "81559, Disabled\n")
+            self.assertEqual(run.call_args[0][0][-2:], ["-i", "0,GPU-abc"])
+            cg.listed_gpu_memory([None])
+            self.assertNotIn("-i", run.call_args[0][0])
+            run.return_value = unittest.mock.Mock(returncode=9, stdout=b"")
+            self.assertIsNone(cg.listed_gpu_memory(["0"]))
+            run.side_effect = OSError("no nvidia-smi")
+            self.assertIsNone(cg.listed_gpu_memory(["0"]))
 
     def test_unknown_memory_or_mig_gives_one(self):
         for listed in (None, "", "[N/A], Disabled\n", "81559, Enabled\n", "81559, Disabled\nNo devices\n"):

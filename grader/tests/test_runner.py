@@ -8,6 +8,7 @@ import stat
 import tempfile
 import textwrap
 import unittest
+from unittest import mock
 
 from helpers import lesson  # also puts the driver on sys.path
 from driver import scoring
@@ -311,6 +312,9 @@ class RealProgramTest(unittest.TestCase):
         metrics = self.run_program("[yardsticks]", WORKBOOK_CHANNEL_TEST_SETENV="1").metrics()
         self.assertEqual((metrics["measured"], metrics["a"]), (6, 7))
         self.assertNotIn("yardsticks_given", metrics)
+        # One left in the grading shell's environment is not passed on: only the driver gives them.
+        with mock.patch.dict(os.environ, {"WORKBOOK_YARDSTICKS": "a=1000"}):
+            self.assertEqual(self.run_program("[yardsticks]").metrics()["measured"], 6)
 
     def test_a_static_initialiser_finds_the_key_gone(self):
         r = self.run_program("[honest]", WORKBOOK_CHANNEL_TEST_LATE_THIEF="1")
