@@ -10,9 +10,8 @@ that GPU and reused by the next ones.
 - A figure is kept for the GPU (its UUID) and the program that measured it (its size and time of
   last change: a rebuilt reference is timed again).
 - It is measured again after MAX_USES reuses or MAX_AGE_S seconds, whichever comes first, so a
-  long class follows the GPU's clocks; each new measurement records how far its metric moved from
-  the one before (`drift`) and which of all its figures moved most (`figure_drift`: the yardsticks
-  are among them), and ./grade-class reports the largest of each in class.json.
+  long class follows the GPU's clocks; each new measurement records how far it moved from the one
+  before (`drift`), and ./grade-class reports the largest drift in class.json.
 - Only the reference's figures and the copy bandwidth are reused. The reference's own figure is
   reported beside the student's ("87% of the reference") and decides nothing; the copy bandwidth
   and the yardsticks among the reference's figures (cuBLAS's GFLOP/s, a baseline's time: the
@@ -141,18 +140,9 @@ class TimingCache:
                      "reuses_total": _count(old.get("reuses_total")),
                      "drift": [d for d in old.get("drift") or [] if isinstance(d, (int, float))]}
             before = old.get("metrics") if isinstance(old.get("metrics"), dict) else {}
-            same_build = old.get("program") == identity
-            moved = drift(before, metrics, metric) if metric and same_build else None
+            moved = drift(before, metrics, metric) if metric and old.get("program") == identity else None
             if moved is not None:
                 entry["drift"].append(round(moved, 4))
-            # Of every figure (the yardsticks among them: thresholds follow those), the one that moved most.
-            entry["figure_drift"] = [d for d in old.get("figure_drift") or []
-                                     if isinstance(d, list) and len(d) == 2 and isinstance(d[1], (int, float))]
-            moves = [(name, drift(before, metrics, name)) for name in sorted(metrics)] if same_build else []
-            moves = [(name, d) for name, d in moves if d is not None]
-            if moves:
-                name, most = max(moves, key=lambda move: abs(move[1]))
-                entry["figure_drift"].append([name, round(most, 4)])
             data["entries"][key] = entry
 
     def summary(self) -> dict:
@@ -160,13 +150,8 @@ class TimingCache:
         entries = [e for e in self.read()["entries"].values() if isinstance(e, dict)]
         drifts = [d for e in entries if isinstance(e.get("drift"), list) for d in e["drift"]
                   if isinstance(d, (int, float))]
-        figures = [d for e in entries if isinstance(e.get("figure_drift"), list) for d in e["figure_drift"]
-                   if isinstance(d, list) and len(d) == 2 and isinstance(d[1], (int, float))]
         return {"figures": len(entries),
                 "measurements": sum(_count(e.get("measurements")) for e in entries),
                 "reuses": sum(_count(e.get("reuses_total")) for e in entries),
                 "largest_drift": max(drifts, key=abs) if drifts else None,
-                # [figure, drift]: the largest move of any figure kept (a yardstick's, say), not only the
-                # measured metric's
-                "largest_figure_drift": max(figures, key=lambda d: abs(d[1])) if figures else None,
                 "max_uses": self.max_uses, "max_age_s": self.max_age_s}

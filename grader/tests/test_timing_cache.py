@@ -56,18 +56,6 @@ class TimingCacheTest(unittest.TestCase):
         summary = self.cache.summary()
         self.assertEqual((summary["figures"], summary["measurements"], summary["reuses"]), (1, 2, 4))
         self.assertAlmostEqual(summary["largest_drift"], 0.03)
-        self.assertEqual(summary["largest_figure_drift"], ["gbps", 0.03])
-
-    def test_the_figure_that_moved_most_is_recorded_beside_the_metrics_drift(self):
-        key = TimingCache.key("GPU-1", "reference/03_matmul/1")
-        self.cache.put(key, str(self.program), {"fraction_of_cublas": 0.12, "cublas_gflops": 50000.0, "n": 4096.0},
-                       "fraction_of_cublas")
-        self.cache.put(key, str(self.program), {"fraction_of_cublas": 0.12, "cublas_gflops": 47000.0, "n": 4096.0},
-                       "fraction_of_cublas")
-        summary = self.cache.summary()
-        self.assertAlmostEqual(summary["largest_drift"], 0.0)  # the metric held...
-        self.assertEqual(summary["largest_figure_drift"], ["cublas_gflops", -0.06])  # ...the yardstick moved
-        self.assertIsNone(TimingCache(self.tmp / "other.json").summary()["largest_figure_drift"])
 
     def test_a_figure_grows_old(self):
         key = TimingCache.key("GPU-1", "copy_bandwidth")
