@@ -382,15 +382,19 @@ def gradings_per_gpu(gpus: List[Optional[str]], cores: int, listed: Optional[str
 
 def listed_gpu_memory(gpus: List[Optional[str]]) -> Optional[str]:
     """nvidia-smi's memory.total and MIG mode of the GPUs graded on (their indices or UUIDs, as
-    --gpus or CUDA_VISIBLE_DEVICES give them), one line each; None when it cannot say."""
+    --gpus or CUDA_VISIBLE_DEVICES give them), one line each; of every GPU when nvidia-smi does not
+    know those names (a MIG slice's UUID, ids a Slurm job renumbered); None when it cannot say."""
     selected = [g for g in gpus if g is not None]
-    try:
-        listed = subprocess.run(["nvidia-smi", "--query-gpu=memory.total,mig.mode.current",
-                                 "--format=csv,noheader,nounits"] + (["-i", ",".join(selected)] if selected else []),
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return listed.stdout.decode(errors="replace") if listed.returncode == 0 else None
+    for chosen in ([["-i", ",".join(selected)]] if selected else []) + [[]]:
+        try:
+            listed = subprocess.run(["nvidia-smi", "--query-gpu=memory.total,mig.mode.current",
+                                     "--format=csv,noheader,nounits"] + chosen,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if listed.returncode == 0:
+            return listed.stdout.decode(errors="replace")
+    return None
 
 
 def time_limit(lessons: List[Lesson], timeout: Optional[float]) -> float:

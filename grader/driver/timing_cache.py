@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Dict, Iterator, Optional
 
 # What a damaged or unwritable cache raises on the way; the figure is then measured, as without one.
-_DAMAGED = (OSError, ValueError, TypeError, KeyError, AttributeError)
+_DAMAGED = (OSError, ValueError, TypeError, KeyError, AttributeError, ArithmeticError)
 
 MAX_USES = 25
 MAX_AGE_S = 900.0

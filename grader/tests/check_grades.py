@@ -116,12 +116,15 @@ def time_line(results: dict) -> str:
 def exits_zero(results: dict, expected: dict) -> bool:
     """Whether ./grade should exit 0 on these expectations: every required verdict passed, or for
     a performance, skipped (as under --sanitize, which times nothing: GradeRun.all_passed). Optional
-    tasks (challenges) do not count towards the exit status."""
+    tasks (challenges) do not count towards the exit status; a grading of optional tasks alone has
+    no required verdict, which GradeRun.all_passed counts as not all passed."""
     optional = {(t["tags"][0], t["tags"][1].split("_")[1]) for t in results["tests"]
                 if t["extra_data"].get("optional")}
-    return all((v if isinstance(v, str) else v["status"]) in (("passed", "skipped") if kind == "performance" else ("passed",))
-               for slug, tasks in expected.items() for task_id, kinds in tasks.items()
-               if (slug, task_id) not in optional for kind, v in kinds.items())
+    required = [(kind, v if isinstance(v, str) else v["status"])
+                for slug, tasks in expected.items() for task_id, kinds in tasks.items()
+                if (slug, task_id) not in optional for kind, v in kinds.items()]
+    return bool(required) and all(status in (("passed", "skipped") if kind == "performance" else ("passed",))
+                                  for kind, status in required)
 
 
 def caught_tasks(expected: dict) -> dict:

@@ -224,6 +224,12 @@ class GradingsPerGpuTest(unittest.TestCase):
             self.assertNotIn("-i", run.call_args[0][0])
             run.return_value = unittest.mock.Mock(returncode=9, stdout=b"")
             self.assertIsNone(cg.listed_gpu_memory(["0"]))
+            # names nvidia-smi does not know: every GPU instead (the smallest then counts)
+            run.side_effect = [unittest.mock.Mock(returncode=6, stdout=b""),
+                               unittest.mock.Mock(returncode=0, stdout=b"81559, Disabled\n")]
+            self.assertEqual(cg.listed_gpu_memory(["MIG-1234"]), "81559, Disabled\n")
+            self.assertNotIn("-i", run.call_args[0][0])
+            run.side_effect = None
             run.side_effect = OSError("no nvidia-smi")
             self.assertIsNone(cg.listed_gpu_memory(["0"]))
 

@@ -57,6 +57,12 @@ class TimingCacheTest(unittest.TestCase):
         self.assertEqual((summary["figures"], summary["measurements"], summary["reuses"]), (1, 2, 4))
         self.assertAlmostEqual(summary["largest_drift"], 0.03)
 
+    def test_a_figure_too_large_for_a_float_is_no_crash(self):
+        key = TimingCache.key("GPU-1", "reference/01/1")
+        self.cache.put(key, str(self.program), {"gbps": 10 ** 400}, "gbps")  # a damaged file's
+        self.cache.put(key, str(self.program), {"gbps": 2900.0}, "gbps")     # its drift: not a number
+        self.assertIsNotNone(self.cache.summary())
+
     def test_a_figure_grows_old(self):
         key = TimingCache.key("GPU-1", "copy_bandwidth")
         self.cache.put(key, str(self.program), {"copy_bandwidth_gbps": 3000.0}, "copy_bandwidth_gbps")
