@@ -373,7 +373,7 @@ def gradings_per_gpu(gpus: List[Optional[str]], cores: int, listed: Optional[str
     in MIG mode, or memory nvidia-smi does not give, gets 1."""
     rows = [line.split(",") for line in (listed or "").splitlines() if line.strip()]
     sizes = [int(row[0]) for row in rows if row and row[0].strip().isdigit()]
-    if not sizes or len(sizes) != len(rows) or any("enabled" in ",".join(row).lower() for row in rows):
+    if not sizes or len(sizes) != len(rows) or any(len(row) > 1 and row[1].strip().lower() == "enabled" for row in rows):
         return 1, "the GPUs' memory not known (or a GPU in MIG mode)"
     by_memory, by_cores = (min(sizes) + 4096) // 8192, cores // (2 * max(1, len(gpus)))  # 8 GiB each, rounded
     count = max(1, min(MAX_PER_GPU, by_memory, by_cores))
@@ -611,7 +611,8 @@ def grade_result(name: str, code: Optional[int], output: str, seconds: float, le
 
 def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir: Path, seed: int,
                       lessons: List[Lesson], intakes: Dict[str, dict], key: Dict[str, object]) -> None:
-    """Grades `todo` on every GPU at once, one grading per GPU at a time, with a progress bar."""
+    """Grades `todo` on every GPU at once, --per-gpu gradings per GPU at a time (gradings_per_gpu
+    when it is not given), with a progress bar."""
     gpus = available_gpus(args.gpus)
     shown = ", ".join(g for g in gpus if g is not None) or "none found"
     per_gpu, why = args.per_gpu, "--per-gpu"

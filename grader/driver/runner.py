@@ -246,6 +246,14 @@ def side_by_side(calls: Sequence[Callable[[], T]], workers: int) -> List[T]:
             raise
 
 
+# What the driver tells a grader program through its environment, each only where the caller
+# passes it: profiling (counters.profile), the reference's yardsticks (Grader._timed), the sanitizer
+# mode and the copy bandwidth (Grader). One left in the grading shell would otherwise reach every
+# program: a normal ./grade run in the sanitizer's small sizes, or a stale figure standing in for the
+# one the reference's run is there to time.
+DRIVER_SETTINGS = ("WORKBOOK_PROFILE", "WORKBOOK_YARDSTICKS", "WORKBOOK_SANITIZE", "WORKBOOK_COPY_BANDWIDTH_GBPS")
+
+
 def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env: Dict[str, str],
               sanitizer: Optional[Sequence[str]] = None, sanitizer_tool: Optional[str] = None,
               wrapper: Optional[Sequence[str]] = None) -> PhaseResult:
@@ -263,10 +271,9 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
         key_read, key_write = os.pipe()
         os.write(key_write, key.encode())
         os.close(key_write)
-        # WORKBOOK_PROFILE and WORKBOOK_YARDSTICKS only where the caller asks for them (counters.profile,
-        # Grader._timed), never from the user's shell: a left-over WORKBOOK_YARDSTICKS would stand in for
-        # the figures the reference's run is there to time.
-        inherited = {k: v for k, v in os.environ.items() if k not in ("WORKBOOK_PROFILE", "WORKBOOK_YARDSTICKS")}
+        # The settings the driver gives a grader program come from the caller only, never from the
+        # user's shell (DRIVER_SETTINGS).
+        inherited = {k: v for k, v in os.environ.items() if k not in DRIVER_SETTINGS}
         child_env = dict(inherited, **env, WORKBOOK_REPORT=report, WORKBOOK_REPORT_KEY_FD=str(key_read))
         start = time.monotonic()
         # A new session, so a timeout kills the sanitizer and the program it started.

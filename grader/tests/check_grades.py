@@ -99,7 +99,7 @@ def under_the_sanitizer(expected: dict) -> dict:
             for slug, tasks in expected.items()}
 
 
-TIMED_OUT_LIMIT_S = 15  # ./grade --timeout for a grading expected to time out (see main)
+TIMED_OUT_LIMIT_S = 15  # ./grade --timeout for a grading expected to time out (grade_options)
 TIME_LINE = "grading time: "  # then JSON: tools/ctest_summary.py adds these up over the suite
 
 

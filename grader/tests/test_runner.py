@@ -316,6 +316,15 @@ class RealProgramTest(unittest.TestCase):
         with mock.patch.dict(os.environ, {"WORKBOOK_YARDSTICKS": "a=1000"}):
             self.assertEqual(self.run_program("[yardsticks]").metrics()["measured"], 6)
 
+    def test_the_drivers_settings_left_in_the_shell_reach_no_program(self):
+        shell = {"WORKBOOK_SANITIZE": "1", "WORKBOOK_COPY_BANDWIDTH_GBPS": "1"}
+        with mock.patch.dict(os.environ, shell):
+            metrics = self.run_program("[honest]").metrics()  # the caller's bandwidth, 1234, only
+        self.assertEqual((metrics["sanitize_mode"], metrics["copy_bandwidth_gbps"]), (0, 1234))
+        with mock.patch.dict(os.environ, shell):
+            metrics = self.run_program("[honest]", WORKBOOK_SANITIZE="1").metrics()  # asked for: kept
+        self.assertEqual(metrics["sanitize_mode"], 1)
+
     def test_a_static_initialiser_finds_the_key_gone(self):
         r = self.run_program("[honest]", WORKBOOK_CHANNEL_TEST_LATE_THIEF="1")
         self.assertEqual(r.forged_lines, 0)
