@@ -25,10 +25,10 @@ from .file_lock import LockError
 from .gpu_lock import GpuLock, lock_seconds
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
-from .runner import PhaseResult, exit_on_sigterm, run_phase, side_by_side
+from .runner import PhaseResult, exit_on_sigterm, ran_cleanly, run_phase, side_by_side, task_phase
 from .timing_cache import TimingCache
 from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
-                      COMPILE_ERROR, MISSING, SKIPPED, STATUS_LABELS, ComponentResult, GradeRun, LessonResult,
+                      COMPILE_ERROR, MISSING, NOT_IMPLEMENTED, PASSED, SKIPPED, STATUS_LABELS, ComponentResult, GradeRun, LessonResult,
                       SanitizerRun, TaskResult, ToolOutcome, confirm_correctness, counters_wanted, fell_short,
                       judge_correctness, judge_performance, lesson_not_gradable, measure_again, note_other_processes,
                       sanitizer_outcome)
@@ -41,6 +41,9 @@ SANITIZER_SLOWDOWN = 10  # compute-sanitizer slows kernels and API calls this mu
 # a check that runs out of time leaves the pass standing, unconfirmed.
 CHECK_SLOWDOWN = 20
 CHECK_START_S = 60
+# A lesson's correctness tests run in one process (Grader._correctness_together); a task whose tests
+# took more than this share of its time limit there is run alone, where the program's start counts too.
+TOGETHER_SHARE = 0.5
 
 
 def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
@@ -350,6 +353,37 @@ class Grader:
                 break
         return phase
 
+    def _correctness_together(self, program: str, lesson: Lesson, codes: Dict[int, Tuple[str, str]],
+                              wall: Dict[str, float], in_tests: Dict[str, float]) -> Dict[int, PhaseResult]:
+        """The correctness tests of every task of the lesson that shares the GPU, in one process:
+        a grader program's start (loading it, creating its CUDA context) costs more than many a
+        task's tests. A task's verdict is taken from that run only where it is the verdict the task
+        gets alone (task_phase): the run ended normally, and the task's own tests all passed, or
+        they found the skeleton untouched. Every other task (a failure, a crash, a hang, lines the
+        grader did not write) is run alone as before, so that nothing another task's code did in
+        the same process can decide its verdict. Each test may take the task's time limit
+        (run_phase's test_limit_s), the whole run that many times its tasks."""
+        tasks = [t for t in lesson.tasks if not (t.correctness_timed and not self.args.sanitize)]
+        if self.args.sanitize or len(tasks) < 2:
+            return {}
+        limit = self._timeout(lesson)
+        spec = ",".join(f"[{t.tag}]~[perf]" for t in tasks)
+        with self.gpu.shared():
+            whole = run_phase(program, spec, seed=self.seed, timeout_s=limit * len(tasks), env=self.env,
+                              test_limit_s=limit)
+        wall["correctness"] += whole.elapsed_s
+        in_tests["correctness"] += whole.in_tests_s
+        if not ran_cleanly(whole):
+            return {}
+        taken = {}
+        for task in tasks:
+            part = task_phase(whole, task.tag)
+            if part.in_tests_s > TOGETHER_SHARE * limit:  # alone, its start-up might take it past the limit
+                continue
+            if judge_correctness(task, part, lesson.slug, *codes[task.id]).status in (PASSED, NOT_IMPLEMENTED):
+                taken[task.id] = part
+        return taken
+
     def reproduce(self, lesson: Lesson, task) -> str:
         """The command that runs a task's tests under compute-sanitizer again, with every report."""
         tree = f" --tree {self.args.tree}" if getattr(self.args, "tree", "exercises") != "exercises" else ""
@@ -605,14 +639,17 @@ class Grader:
         wall, in_tests = check.wall, check.in_tests
         verdicts: Dict[int, ComponentResult] = check.verdicts
         elapsed: Dict[int, float] = {}
+        codes = {task.id: self.code.of(lesson, task) if self.code else (skeleton.UNKNOWN, "") for task in lesson.tasks}
+        together = self._correctness_together(program, lesson, codes, wall, in_tests)
         for task in lesson.tasks:
             self._say(f"  {lesson.slug} task {task.id}: ")
-            code = self.code.of(lesson, task) if self.code else (skeleton.UNKNOWN, "")
-            phase = self._correctness(program, lesson, task)
+            phase = together.get(task.id)
+            if phase is None:
+                phase = self._correctness(program, lesson, task)
+                wall["correctness"] += phase.elapsed_s
+                in_tests["correctness"] += phase.in_tests_s
             elapsed[task.id] = phase.elapsed_s
-            wall["correctness"] += phase.elapsed_s
-            in_tests["correctness"] += phase.in_tests_s
-            verdicts[task.id] = judge_correctness(task, phase, lesson.slug, *code)
+            verdicts[task.id] = judge_correctness(task, phase, lesson.slug, *codes[task.id])
             self._say(f"correctness {STATUS_LABELS[verdicts[task.id].status]}")
             self._end_line()
 

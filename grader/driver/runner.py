@@ -28,11 +28,15 @@ from .sanitizer import SanitizerReport, parse_reports
 class PhaseResult:
     """What one run of a grader program left behind."""
     records: List[dict] = field(default_factory=list)  # the "end" records, in order
+    # Beside each end record, the seconds its test took by the program's clock (0.0 when unknown).
+    record_seconds: List[float] = field(default_factory=list)
     unfinished_test: Optional[str] = None  # a test that started and never ended
     fatal_signal: Optional[str] = None     # Catch2's report of a signal inside a test
     returncode: Optional[int] = 0
     timed_out: bool = False
     timeout_s: float = 0.0
+    # Stopped because one test ran longer than run_phase's test_limit_s (timed_out is set too).
+    test_over_limit: bool = False
     output_tail: str = ""
     sanitizer_tool: Optional[str] = None
     sanitizer_errors: int = 0
@@ -171,8 +175,11 @@ def parse_records(text: Union[str, bytes], result: PhaseResult, key: Optional[st
         elif event == "end":
             result.records.append(record)
             ended_at = _seconds(record)
+            took = 0.0
             if started_at is not None and ended_at is not None and ended_at >= started_at:
-                result.in_tests_s += ended_at - started_at
+                took = ended_at - started_at
+                result.in_tests_s += took
+            result.record_seconds.append(took)
             open_test = started_at = None
         elif event == "fatal":
             result.fatal_signal = "; ".join(record.get("messages", [])) or "a fatal signal"
@@ -181,6 +188,32 @@ def parse_records(text: Union[str, bytes], result: PhaseResult, key: Optional[st
         result.forged_lines += 1
         result.first_forged = result.first_forged or _shown(cut_short)
     result.unfinished_test = open_test
+
+
+def ran_cleanly(phase: PhaseResult) -> bool:
+    """Whether a run ended as a grader program ends normally: every selected test run to its end
+    record and the last record written, nothing killed or stopped, every line the program's own."""
+    return (phase.run_completed and not phase.timed_out and phase.returncode is not None and phase.returncode >= 0
+            and not phase.fatal_signal and not phase.unfinished_test and not phase.forged_lines
+            and not phase.key_problem and not phase.sanitizer_errors)
+
+
+def task_phase(whole: PhaseResult, tag: str) -> PhaseResult:
+    """The part of a run that ran several tasks' tests (ran_cleanly) that is the task `tag`'s: its
+    end records, the seconds of its tests, and of the seconds outside any test (the program's
+    start, its CUDA context, its exit) all, since run alone the task would pay them all."""
+    part = PhaseResult(timeout_s=whole.timeout_s, returncode=whole.returncode, output_tail=whole.output_tail,
+                       pid=whole.pid, authenticated=whole.authenticated, report_found=whole.report_found,
+                       run_completed=whole.run_completed, sanitizer_tool=whole.sanitizer_tool)
+    for record, seconds in zip(whole.records, whole.record_seconds or [0.0] * len(whole.records)):
+        if tag in record.get("tags", []):
+            part.records.append(record)
+            part.record_seconds.append(seconds)
+    part.run_test_cases = len(part.records)
+    part.in_tests_s = sum(part.record_seconds)
+    part.elapsed_s = part.in_tests_s + max(0.0, whole.elapsed_s - whole.in_tests_s)
+    part.raised_waits = [w for w in whole.raised_waits if any(r.get("test") == w[0] for r in part.records)]
+    return part
 
 
 _RACECHECK_ERRORS = re.compile(r"\((\d+) errors?")
@@ -254,12 +287,43 @@ def side_by_side(calls: Sequence[Callable[[], T]], workers: int) -> List[T]:
 DRIVER_SETTINGS = ("WORKBOOK_PROFILE", "WORKBOOK_YARDSTICKS", "WORKBOOK_SANITIZE", "WORKBOOK_COPY_BANDWIDTH_GBPS")
 
 
+class _TestWatch:
+    """Follows a running program's report file: how long its open test has been running, as the
+    driver saw it start (run_phase's test_limit_s). The lines are not verified here: a line that
+    is not the program's can at worst keep a test from looking open, and the run's own time
+    limit still holds."""
+    POLL_S = 0.2
+
+    def __init__(self, report: str):
+        self.report, self.read = report, 0
+        self.open_since: Optional[float] = None  # when the open test's start line was first seen
+
+    def open_for(self, now: float) -> float:
+        try:
+            with open(self.report, "rb") as f:
+                f.seek(self.read)
+                data = f.read()
+        except OSError:
+            return 0.0
+        complete = data[:data.rfind(b"\n") + 1]
+        self.read += len(complete)
+        for line in complete.splitlines():
+            event = (_json(line) or {}).get("event")
+            if event == "start":
+                self.open_since = now
+            elif event in ("end", "run_end"):
+                self.open_since = None
+        return 0.0 if self.open_since is None else now - self.open_since
+
+
 def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env: Dict[str, str],
               sanitizer: Optional[Sequence[str]] = None, sanitizer_tool: Optional[str] = None,
-              wrapper: Optional[Sequence[str]] = None) -> PhaseResult:
+              wrapper: Optional[Sequence[str]] = None, test_limit_s: Optional[float] = None) -> PhaseResult:
     """Runs `program test_spec` (a Catch2 test spec such as "[task_1]~[perf]") and collects
     its records. `sanitizer` is the compute-sanitizer command prefix, if any; `wrapper` another
-    tool's (Nsight Compute's, counters.py), whose output is not read as the sanitizer's."""
+    tool's (Nsight Compute's, counters.py), whose output is not read as the sanitizer's.
+    `test_limit_s`: the program is also stopped when one test runs longer than this (several
+    tasks' tests in one run, timeout_s for all of them: one hung test need not wait out the rest)."""
     result = PhaseResult(timeout_s=timeout_s, sanitizer_tool=sanitizer_tool)
     with tempfile.TemporaryDirectory(prefix="workbook-grade-") as tmp:
         report = os.path.join(tmp, "report.jsonl")
@@ -285,11 +349,15 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
         with _running_lock:
             _running.add(process.pid)
         try:
-            output, _ = process.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            result.timed_out = True
-            os.killpg(process.pid, signal.SIGKILL)
-            output, _ = process.communicate()
+            output = _wait(process, start + timeout_s, _TestWatch(report) if test_limit_s else None,
+                           test_limit_s or 0.0)
+            if output is None:  # past its time: the run's, or its open test's
+                result.timed_out = True
+                result.test_over_limit = time.monotonic() < start + timeout_s
+                if result.test_over_limit:
+                    result.timeout_s = test_limit_s or timeout_s
+                os.killpg(process.pid, signal.SIGKILL)
+                output, _ = process.communicate()
         except BaseException:
             # Ctrl-C, or SIGTERM from ./grade-class (exit_on_sigterm): the program runs in a session
             # of its own, so nothing else would stop it, and a hung kernel would keep the GPU.
@@ -311,6 +379,22 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
             with open(report, "rb") as f:  # the MACs are over the bytes as written
                 parse_records(f.read(), result, key)
     return result
+
+
+def _wait(process: subprocess.Popen, deadline: float, watch: Optional[_TestWatch], test_limit_s: float) -> Optional[bytes]:
+    """The program's output once it ends; None when it is still running at `deadline`, or (with
+    a watch) once one of its tests has run longer than test_limit_s. communicate() called again
+    after its timeout loses no output."""
+    while True:
+        now = time.monotonic()
+        step = deadline - now if watch is None else min(deadline - now, _TestWatch.POLL_S)
+        try:
+            output, _ = process.communicate(timeout=max(step, 0.0))
+            return output
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            if now >= deadline or (watch is not None and watch.open_for(now) > test_limit_s):
+                return None
 
 
 def exit_on_sigterm() -> None:

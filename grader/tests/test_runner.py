@@ -74,6 +74,45 @@ class RunPhaseTest(FakeProgram, unittest.TestCase):
         self.assertEqual(r.unfinished_test, "hangs")
         self.assertLess(r.elapsed_s, 10)
 
+    def test_one_test_past_its_limit_stops_a_run_of_several_tasks(self):
+        """test_limit_s: a lesson's tasks in one run (cli.Grader._correctness_together) stop as
+        soon as one test runs past a task's limit, not at the run's whole time."""
+        with tempfile.TemporaryDirectory() as d:
+            r = run_phase(fake_program(d, """
+                emit(event='start', test='quick', tags=['task_1'], t=0.25)
+                emit(event='end', test='quick', tags=['task_1'], outcome='passed', t=0.75)
+                time.sleep(0.6)  # between tests: nothing is open
+                emit(event='start', test='hangs', tags=['task_2'], t=1.0)
+                time.sleep(60)
+                """), "[task_1],[task_2]", seed=7, timeout_s=50, env={}, test_limit_s=1.0)
+        self.assertTrue(r.timed_out and r.test_over_limit)
+        self.assertEqual((r.timeout_s, r.unfinished_test), (1.0, "hangs"))
+        self.assertLess(r.elapsed_s, 10)
+        self.assertEqual(r.record_seconds, [0.5])
+
+    def test_tests_within_their_limit_run_to_the_end(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = run_phase(fake_program(d, """
+                for i in range(3):
+                    emit(event='start', test=f't{i}', tags=['task_1'])
+                    time.sleep(0.5)
+                    emit(event='end', test=f't{i}', tags=['task_1'], outcome='passed')
+                emit(event='run_end', test_cases=3)
+                """), "[task_1]", seed=7, timeout_s=50, env={}, test_limit_s=1.0)
+        self.assertFalse(r.timed_out or r.test_over_limit)
+        self.assertTrue(r.run_completed)
+        self.assertEqual(len(r.records), 3)
+
+    def test_a_run_past_its_whole_time_is_not_a_test_past_its_limit(self):
+        r = self.run_fake("""
+            for i in range(10):
+                emit(event='start', test=f't{i}', tags=['task_1'])
+                time.sleep(0.3)
+                emit(event='end', test=f't{i}', tags=['task_1'], outcome='passed')
+            """, timeout=1)
+        self.assertTrue(r.timed_out)
+        self.assertFalse(r.test_over_limit)
+
     def test_a_crash_names_the_signal_and_the_test(self):
         r = self.run_fake("""
             emit(event='start', test='crashes', tags=['task_1'])

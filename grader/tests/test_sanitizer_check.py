@@ -18,7 +18,7 @@ from pathlib import Path
 from unittest import mock
 
 from helpers import phase  # also puts the driver on sys.path
-from driver import cli, gpu_lock, scoring, sanitizer
+from driver import cli, gpu_lock, sanitizer, scoring, skeleton
 from driver.manifest import parse_manifest
 from driver.reports import format_scoreboard, gradescope_results, junit_xml
 from driver.runner import PhaseResult, parse_sanitizer_output
@@ -393,10 +393,10 @@ class Runs:
     def __init__(self, behave):
         self.behave, self.calls = behave, []
 
-    def __call__(self, program, spec, *, seed, timeout_s, env, sanitizer=None, sanitizer_tool=None):
+    def __call__(self, program, spec, *, seed, timeout_s, env, sanitizer=None, sanitizer_tool=None, test_limit_s=None):
         tasks = [int(n) for n in re.findall(r"\[task_(\d+)\]", spec)]
         call = {"spec": spec, "tasks": tasks, "tool": sanitizer_tool, "prefix": list(sanitizer or []),
-                "timeout_s": timeout_s, "env": dict(env), "perf": "~[perf]" not in spec}
+                "timeout_s": timeout_s, "env": dict(env), "perf": "~[perf]" not in spec, "test_limit_s": test_limit_s}
         self.calls.append(call)
         result = self.behave(call) or passing(*tasks)
         result.timeout_s = timeout_s
@@ -440,12 +440,13 @@ class GradingHarness:
         self.env.stop()
         self.tmp.cleanup()
 
-    def grade_with(self, behave, index=None, **options):
-        """The grader and the lesson's result; the printed output in self.output, the runs in self.runs."""
+    def grade_with(self, behave, index=None, code=None, **options):
+        """The grader and the lesson's result; the printed output in self.output, the runs in self.runs.
+        `code`: what cli.CodeState.of says of each task's code (none: unknown)."""
         args = Namespace(**{"sanitize": False, "no_timing": False, "timeout": None, "no_sanitizer_check": False,
                             "tree": "exercises", **options})
         grader = cli.Grader(args, {"compute_sanitizer": self.sanitizer} if index is None else index, None,
-                            {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0}, seed=7, tree="t")
+                            {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0}, seed=7, tree="t", code=code)
         self.runs = Runs(behave)
         with mock.patch.object(cli, "run_phase", self.runs), contextlib.redirect_stdout(io.StringIO()) as out:
             result = grader.grade_lesson(the_lesson(), "grade_04_reduction__exercises")
@@ -483,7 +484,9 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
         self.assertEqual(memcheck["env"].get("WORKBOOK_SANITIZE"), "1")  # small sizes, no guards
         self.assertEqual(memcheck["timeout_s"], 60 + 20 * (2.0 + 2.0))  # its own limit, from the plain runs
         plain = [c for c in self.runs.calls if not c["tool"] and not c["perf"]]
-        self.assertEqual(len(plain), 3)
+        # The lesson's tasks in one run, each with its own time limit; task 2, which failed there, alone.
+        self.assertEqual([(c["tasks"], c["test_limit_s"]) for c in plain], [([1, 2, 3], 30), ([2], None)])
+        self.assertEqual(plain[0]["timeout_s"], 3 * 30)
         self.assertTrue(all("WORKBOOK_SANITIZE" not in c["env"] for c in plain))
         verdicts = self.verdicts(result)
         self.assertEqual(verdicts[1].summary, "correct, confirmed by memcheck and racecheck")
@@ -492,7 +495,7 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
         self.assertNotIn("sanitizer_check", verdicts[2].extra_data)
         # The check comes after every task's correctness and before any timing.
         kinds = ["perf" if c["perf"] else ("check" if c["tool"] else "plain") for c in self.runs.calls]
-        self.assertEqual(kinds, ["plain", "plain", "plain", "check", "check"])  # task 2 failed: nothing timed
+        self.assertEqual(kinds, ["plain", "plain", "check", "check"])  # task 2 failed: nothing timed
         self.assertIn("04_reduction passes under compute-sanitizer: memcheck clean (5 s); racecheck clean (5 s)",
                       self.output)
 
@@ -630,9 +633,9 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
             return correctness_of(call) if not call["tool"] else passing(*call["tasks"], elapsed_s=5.0)
         result = self.grade(behave)
         wall = result.wall_s
-        # The tools' two 5 s processes ran side by side.
+        # The three tasks' tests in one 2 s process; the tools' two 5 s processes side by side.
         self.assertEqual((wall["correctness"], wall["sanitizer_check"], wall["performance"], wall["reference"]),
-                         (6.0, 5.0, 3.0, 0.0))
+                         (2.0, 5.0, 3.0, 0.0))
         self.assertGreaterEqual(wall["total"], 0.0)
         results = json.loads(json.dumps(gradescope_results(self.run)))
         self.assertEqual(results["extra_data"]["wall_s"]["04_reduction"]["sanitizer_check"], 5.0)
@@ -699,3 +702,105 @@ class StandInProcessesTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Untouched:
+    """cli.CodeState's answer for a tree whose every task is still the skeleton."""
+
+    @staticmethod
+    def of(lesson, task):
+        return skeleton.UNTOUCHED, f"function {task.id} in exercises/{lesson.slug}/reduction.cu"
+
+
+class TogetherTest(GradingHarness, unittest.TestCase):
+    """A lesson's correctness tests in one process (cli.Grader._correctness_together): a task's
+    verdict comes from that run only where it is the one the task gets alone; every other task
+    runs alone, as it did before."""
+
+    def plain(self):
+        return [c["tasks"] for c in self.runs.calls if not c["tool"] and not c["perf"]]
+
+    def verdicts(self, result):
+        return {t.task.id: (t.correctness.status, t.correctness.summary) for t in result.tasks}
+
+    def alone_or(self, together):
+        """`together` answers the run of the three tasks; a task alone passes in 1 s."""
+        def behave(call):
+            if call["tool"] or call["perf"]:
+                return None
+            return together(call) if len(call["tasks"]) > 1 else passing(*call["tasks"], elapsed_s=1.0)
+        return behave
+
+    def test_a_run_that_crashed_decides_nothing_every_task_runs_alone(self):
+        def crashed(call):
+            result = passing(1, elapsed_s=2.0)  # task 1's tests passed before the crash
+            result.run_completed, result.returncode, result.unfinished_test = False, -11, "test of task 2"
+            return result
+        _, result = self.grade_with(self.alone_or(crashed), no_sanitizer_check=True, no_timing=True)
+        self.assertEqual(self.plain(), [[1, 2, 3], [1], [2], [3]])
+        self.assertEqual({k: v[0] for k, v in self.verdicts(result).items()}, {1: "passed", 2: "passed", 3: "passed"})
+
+    def test_lines_the_grader_did_not_write_decide_nothing(self):
+        def forged(call):
+            result = passing(1, 2, 3, elapsed_s=2.0)
+            result.forged_lines, result.first_forged = 1, '{"event": "end", "outcome": "passed"}'
+            return result
+        self.grade_with(self.alone_or(forged), no_sanitizer_check=True, no_timing=True)
+        self.assertEqual(self.plain(), [[1, 2, 3], [1], [2], [3]])
+
+    def test_a_run_stopped_at_a_tests_limit_decides_nothing(self):
+        def hung(call):
+            result = passing(1, elapsed_s=31.0, timed_out=True, test_over_limit=True)
+            result.unfinished_test = "test of task 2"
+            return result
+        _, result = self.grade_with(self.alone_or(hung), no_sanitizer_check=True, no_timing=True)
+        self.assertEqual(self.plain(), [[1, 2, 3], [1], [2], [3]])
+
+    def test_a_task_whose_tests_took_over_half_its_limit_runs_alone(self):
+        def slow_task_2(call):
+            result = passing(1, 2, 3, elapsed_s=17.0)
+            result.record_seconds = [0.5, 16.0, 0.5]  # the limit is 30 s
+            result.in_tests_s = 17.0
+            return result
+        self.grade_with(self.alone_or(slow_task_2), no_sanitizer_check=True, no_timing=True)
+        self.assertEqual(self.plain(), [[1, 2, 3], [2]])
+
+    def test_an_untouched_skeleton_is_taken_from_the_run_a_failure_is_not(self):
+        def mixed(call):
+            result = passing(1, elapsed_s=2.0)
+            for task_id, outcome in ((2, "wrote_nothing"), (3, "failed")):
+                result.records.append({"event": "end", "test": f"test of task {task_id}", "tags": [f"task_{task_id}"],
+                                       "outcome": outcome, "messages": ["the call wrote nothing"], "metrics": {}})
+            return result
+
+        def behave(call):
+            if call["tool"] or call["perf"]:
+                return None
+            if len(call["tasks"]) > 1:
+                return mixed(call)
+            return correctness_of(call, failing={3})
+        _, result = self.grade_with(behave, code=Untouched(), no_sanitizer_check=True, no_timing=True)
+        self.assertEqual(self.plain(), [[1, 2, 3], [3]])  # task 3 failed there: alone, its verdict its own
+        verdicts = self.verdicts(result)
+        self.assertEqual(verdicts[2], (scoring.NOT_IMPLEMENTED, "not implemented yet"))
+        self.assertEqual(verdicts[3], (scoring.FAILED, "1 of 10 elements are wrong"))
+
+    def test_each_task_passed_there_keeps_its_own_metrics_and_seconds(self):
+        def together(call):
+            result = passing(1, 2, 3, elapsed_s=4.0, in_tests_s=3.0)
+            result.record_seconds = [1.0, 1.5, 0.5]
+            result.records[1]["metrics"] = {"worst_error": 2.0}
+            return result
+        _, result = self.grade_with(self.alone_or(together))
+        self.assertEqual(self.plain(), [[1, 2, 3]])
+        task2 = next(t for t in result.tasks if t.task.id == 2).correctness
+        self.assertEqual(task2.metrics, {"worst_error": 2.0})
+        self.assertEqual(next(t for t in result.tasks if t.task.id == 1).correctness.metrics, {})
+        # The check's limit: 60 s + 20 times what the task would take alone (its tests and the start).
+        memcheck = next(c for c in self.runs.calls if c["tool"] == "memcheck")
+        self.assertEqual(memcheck["timeout_s"], 60 + 20 * ((1.0 + 1.0) + (1.5 + 1.0) + (0.5 + 1.0)))
+        self.assertEqual(result.wall_s["correctness"], 4.0)
+
+    def test_under_the_sanitizer_each_task_runs_alone(self):
+        self.grade_with(self.alone_or(lambda call: passing(*call["tasks"])), sanitize=True)
+        self.assertEqual(sorted(c["tasks"] for c in self.runs.calls if not c["perf"]), [[1], [1], [2], [3]])
