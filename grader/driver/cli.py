@@ -25,7 +25,8 @@ from .file_lock import LockError
 from .gpu_lock import GpuLock, lock_seconds
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
-from .runner import PhaseResult, exit_on_sigterm, ran_cleanly, run_phase, side_by_side, task_phase
+from .runner import (PhaseResult, exit_on_sigterm, hung_task_phase, ran_cleanly, run_phase, side_by_side,
+                     task_phase)
 from .timing_cache import TimingCache
 from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
                       COMPILE_ERROR, MISSING, NOT_IMPLEMENTED, PASSED, SKIPPED, STATUS_LABELS, ComponentResult, GradeRun, LessonResult,
@@ -359,10 +360,11 @@ class Grader:
         a grader program's start (loading it, creating its CUDA context) costs more than many a
         task's tests. A task's verdict is taken from that run only where it is the verdict the task
         gets alone (task_phase): the run ended normally, and the task's own tests all passed, or
-        they found the skeleton untouched. Every other task (a failure, a crash, a hang, lines the
-        grader did not write) is run alone as before, so that nothing another task's code did in
-        the same process can decide its verdict. Each test may take the task's time limit
-        (run_phase's test_limit_s), the whole run that many times its tasks."""
+        they found the skeleton untouched. Every other task (a failure, a crash, lines the grader
+        did not write) is run alone as before, so that nothing another task's code did in the same
+        process can decide its verdict. Each test may take the task's time limit (run_phase's
+        test_limit_s), the whole run that many times its tasks; a test stopped there times its task
+        out as alone (hung_task_phase), and the other tasks run alone."""
         tasks = [t for t in lesson.tasks if not (t.correctness_timed and not self.args.sanitize)]
         if self.args.sanitize or len(tasks) < 2:
             return {}
@@ -373,6 +375,14 @@ class Grader:
                               test_limit_s=limit)
         wall["correctness"] += whole.elapsed_s
         in_tests["correctness"] += whole.in_tests_s
+        if whole.test_over_limit and not whole.forged_lines and not whole.key_problem:
+            # One test hung: its task timed out, as it would alone, where its other tests took no
+            # more than their share. Whether the other tasks' tests all ran is not known: alone.
+            hung = next((t for t in tasks if t.tag in whole.unfinished_tags), None)
+            if hung is None:
+                return {}
+            part = hung_task_phase(whole, hung.tag)
+            return {hung.id: part} if part.in_tests_s <= TOGETHER_SHARE * limit else {}
         if not ran_cleanly(whole):
             return {}
         taken = {}

@@ -37,6 +37,7 @@ class PhaseResult:
     timeout_s: float = 0.0
     # Stopped because one test ran longer than run_phase's test_limit_s (timed_out is set too).
     test_over_limit: bool = False
+    unfinished_tags: List[str] = field(default_factory=list)  # the tags of unfinished_test
     output_tail: str = ""
     sanitizer_tool: Optional[str] = None
     sanitizer_errors: int = 0
@@ -53,6 +54,7 @@ class PhaseResult:
     # program started). A test stopped at its deadline shows with them whether one launch never
     # finished or the checks were merely slow.
     wait_durations_s: List[float] = field(default_factory=list)
+    wait_tests: List[str] = field(default_factory=list)  # beside each finished wait, its test
     open_wait: Optional[Tuple[str, float]] = None
     # Waits that ended by throwing ("wait_raised"), in order, as (test, what, CUDA error pending
     # then or ""): a crash verdict names the call its error surfaced in.
@@ -164,6 +166,7 @@ def parse_records(text: Union[str, bytes], result: PhaseResult, key: Optional[st
             result.open_wait = (record.get("what", ""), float(record.get("t", 0.0)))
         elif event == "waited" and result.open_wait is not None:
             result.wait_durations_s.append(max(0.0, float(record.get("t", 0.0)) - result.open_wait[1]))
+            result.wait_tests.append(str(record.get("test", "")))
             result.open_wait = None
         elif event == "wait_raised":
             result.raised_waits.append((str(record.get("test", "")), str(record.get("what", "")),
@@ -171,6 +174,7 @@ def parse_records(text: Union[str, bytes], result: PhaseResult, key: Optional[st
             result.open_wait = None
         elif event == "start":
             open_test = record.get("test")
+            result.unfinished_tags = [str(tag) for tag in record.get("tags", [])]
             started_at = _seconds(record)
         elif event == "end":
             result.records.append(record)
@@ -188,6 +192,8 @@ def parse_records(text: Union[str, bytes], result: PhaseResult, key: Optional[st
         result.forged_lines += 1
         result.first_forged = result.first_forged or _shown(cut_short)
     result.unfinished_test = open_test
+    if open_test is None:
+        result.unfinished_tags = []
 
 
 def ran_cleanly(phase: PhaseResult) -> bool:
@@ -213,6 +219,24 @@ def task_phase(whole: PhaseResult, tag: str) -> PhaseResult:
     part.in_tests_s = sum(part.record_seconds)
     part.elapsed_s = part.in_tests_s + max(0.0, whole.elapsed_s - whole.in_tests_s)
     part.raised_waits = [w for w in whole.raised_waits if any(r.get("test") == w[0] for r in part.records)]
+    return part
+
+
+def hung_task_phase(whole: PhaseResult, tag: str) -> PhaseResult:
+    """The part of a run stopped because a test of the task `tag` ran past its limit (run_phase's
+    test_limit_s) that is that task's, as its run alone would end: stopped at the limit in that
+    test, with the GPU waits of its own tests and the one still open."""
+    part = task_phase(whole, tag)
+    part.timed_out, part.timeout_s, part.test_over_limit = True, whole.timeout_s, True
+    part.unfinished_test, part.unfinished_tags = whole.unfinished_test, list(whole.unfinished_tags)
+    ours = {r.get("test") for r in part.records} | {whole.unfinished_test}
+    part.wait_durations_s = [d for d, test in zip(whole.wait_durations_s, whole.wait_tests) if test in ours]
+    part.wait_tests = [test for test in whole.wait_tests if test in ours]
+    part.open_wait = whole.open_wait
+    part.run_completed = False
+    part.returncode = whole.returncode
+    # The open wait's seconds are counted on the program's clock, from its start: so is elapsed_s.
+    part.elapsed_s = whole.elapsed_s
     return part
 
 

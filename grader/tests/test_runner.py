@@ -86,7 +86,7 @@ class RunPhaseTest(FakeProgram, unittest.TestCase):
                 time.sleep(60)
                 """), "[task_1],[task_2]", seed=7, timeout_s=50, env={}, test_limit_s=1.0)
         self.assertTrue(r.timed_out and r.test_over_limit)
-        self.assertEqual((r.timeout_s, r.unfinished_test), (1.0, "hangs"))
+        self.assertEqual((r.timeout_s, r.unfinished_test, r.unfinished_tags), (1.0, "hangs", ["task_2"]))
         self.assertLess(r.elapsed_s, 10)
         self.assertEqual(r.record_seconds, [0.5])
 

@@ -399,7 +399,7 @@ class Runs:
                 "timeout_s": timeout_s, "env": dict(env), "perf": "~[perf]" not in spec, "test_limit_s": test_limit_s}
         self.calls.append(call)
         result = self.behave(call) or passing(*tasks)
-        result.timeout_s = timeout_s
+        result.timeout_s = result.timeout_s or timeout_s  # a test's own limit, where behave gives one
         if sanitizer and result.sanitizer_tool is None:
             result.sanitizer_tool = sanitizer_tool
         return result
@@ -748,12 +748,30 @@ class TogetherTest(GradingHarness, unittest.TestCase):
         self.grade_with(self.alone_or(forged), no_sanitizer_check=True, no_timing=True)
         self.assertEqual(self.plain(), [[1, 2, 3], [1], [2], [3]])
 
-    def test_a_run_stopped_at_a_tests_limit_decides_nothing(self):
-        def hung(call):
-            result = passing(1, elapsed_s=31.0, timed_out=True, test_over_limit=True)
-            result.unfinished_test = "test of task 2"
-            return result
-        _, result = self.grade_with(self.alone_or(hung), no_sanitizer_check=True, no_timing=True)
+    def hung(self, call, earlier_s=1.0):
+        """Task 1's test passed; task 2's first test took past the 30 s limit, waiting for a launch."""
+        result = passing(1, elapsed_s=33.0, timed_out=True, test_over_limit=True, timeout_s=30.0)
+        result.records[0]["tags"] = ["task_1"]
+        result.records.insert(0, {"event": "end", "test": "earlier test of task 2", "tags": ["task_2"],
+                                  "outcome": "passed", "messages": [], "metrics": {}})
+        result.record_seconds = [earlier_s, 0.5]
+        result.unfinished_test, result.unfinished_tags = "test of task 2", ["task_2"]
+        result.wait_durations_s, result.wait_tests = [0.01, 2.5], ["earlier test of task 2", "test of task 1"]
+        result.open_wait = ("launch of the kernel", 2.0)
+        return result
+
+    def test_a_hung_test_times_its_task_out_there_the_others_run_alone(self):
+        _, result = self.grade_with(self.alone_or(self.hung), no_sanitizer_check=True, no_timing=True)
+        self.assertEqual(self.plain(), [[1, 2, 3], [1], [3]])  # tasks 1 and 3: did all their tests run?
+        task2 = next(t for t in result.tasks if t.task.id == 2).correctness
+        self.assertEqual((task2.status, task2.summary), (scoring.TIMED_OUT, 'timed out after 30 s in "test of task 2"'))
+        # Its own tests' waits only (task 1's 2.5 s wait is not its): stuck, not slow.
+        self.assertIn("the 1 waits before it took at most 0.01 s each", task2.details)
+        self.assertIn("Hint [timeout-stuck]", task2.details)
+
+    def test_a_hung_task_whose_other_tests_took_long_runs_alone(self):
+        _, result = self.grade_with(self.alone_or(lambda call: self.hung(call, earlier_s=16.0)),
+                                    no_sanitizer_check=True, no_timing=True)
         self.assertEqual(self.plain(), [[1, 2, 3], [1], [2], [3]])
 
     def test_a_task_whose_tests_took_over_half_its_limit_runs_alone(self):
