@@ -1,7 +1,9 @@
 """Runs one selection of a grader program's tests in its own process, with a time limit.
 
 CUDA errors such as an illegal address poison the whole process, and a kernel that never
-ends raises nothing, so every task runs in a fresh process that is killed at its deadline.
+ends raises nothing, so a task runs in a fresh process that is killed at its deadline (or, with
+test_limit_s, several tasks' tests in one that is killed when one test overruns: cli.py takes
+from such a run only the verdicts a task gets alone).
 The program reports each test's start and end as JSON lines (grader/support/report_record.hpp);
 a start without an end names the test that crashed or hung."""
 from __future__ import annotations
