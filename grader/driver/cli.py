@@ -240,15 +240,25 @@ def _finite_positive(value) -> bool:
         return False
 
 
-def yardsticks_env(figures: Dict[str, float]) -> Dict[str, str]:
+def yardsticks_env(figures: Dict[str, float], tag: str = "") -> Dict[str, str]:
     """The reference's figures on a timed task as the student's program reads its yardsticks
     (grader::yardstick in grader/support/grader.hpp): {"WORKBOOK_YARDSTICKS": "name=value,..."},
     finite positive numbers only; {} when there are none. The program takes from it only the
-    figures its test names as yardsticks (the grader's own baselines), never the reference's time."""
-    given = [f"{name}={float(value)!r}" for name, value in sorted(figures.items())
+    figures its test names as yardsticks (the grader's own baselines), never the reference's time.
+    `tag` ("task_1"): the figures are that task's, named "task_1.name", for a run that times
+    several tasks (two tasks may have a yardstick of one name and different figures)."""
+    prefix = f"{tag}." if tag else ""
+    given = [f"{prefix}{name}={float(value)!r}" for name, value in sorted(figures.items())
              if isinstance(name, str) and name.isidentifier() and isinstance(value, (int, float))
              and not isinstance(value, bool) and _finite_positive(value)]
     return {YARDSTICKS_ENV: ",".join(given)} if given else {}
+
+
+def tasks_yardsticks_env(figures: Dict[str, Dict[str, float]]) -> Dict[str, str]:
+    """yardsticks_env of several tasks at once ({tag: figures}), each under its tag."""
+    given = [yardsticks_env(of_task, tag).get(YARDSTICKS_ENV, "") for tag, of_task in sorted(figures.items())]
+    joined = ",".join(g for g in given if g)
+    return {YARDSTICKS_ENV: joined} if joined else {}
 
 
 @dataclass
@@ -582,6 +592,65 @@ class Grader:
                 self.timing_cache.put(key, ref_program, reference.metrics(), task.perf_metric)
         return phase, reference, others
 
+    def _timed_together(self, program: str, lesson: Lesson, tasks: list, wall: Dict[str, float],
+                        in_tests: Dict[str, float]) -> Dict[int, Tuple[PhaseResult, Optional[PhaseResult], list]]:
+        """_timed for several tasks of a lesson at once, in one hold alone on the GPU: the
+        reference's timed tests of the tasks the timing cache has no figures for in one process,
+        then the student's timed tests of every task in one (each task given its own yardsticks,
+        tasks_yardsticks_env), each test held to the lesson's time limit. A task comes back only
+        where that run ended normally, or where its test was the one stopped at the limit; the
+        others are timed one by one (self._timed), as before. Each part's elapsed_s is its tests'
+        seconds and its share of the program's start and exit; the runs' whole seconds go into
+        `wall` and `in_tests` here. The other processes nvidia-smi saw are the whole run's, every
+        task's."""
+        ref_program = (self.reference or {}).get(lesson.slug)
+        limit = self._timeout(lesson)
+        spec = lambda chosen: ",".join(f"[{t.tag}][perf]" for t in chosen)  # noqa: E731
+        keys = {t.id: TimingCache.key(self.gpu_uuid, f"reference/{lesson.slug}/{t.id}") for t in tasks}
+        with self.alone() as hold:
+            before = hold.seen
+            kept = {t.id: self.timing_cache.take(keys[t.id], ref_program) if self.timing_cache and ref_program else None
+                    for t in tasks}
+            missing = [t for t in tasks if not kept[t.id] and ref_program]
+            references: Dict[int, PhaseResult] = {}
+            ref_whole = None
+            if missing:
+                try:
+                    ref_whole = run_phase(ref_program, spec(missing), seed=self.seed, timeout_s=limit * len(missing),
+                                          env=self.env, test_limit_s=limit)
+                except FileNotFoundError:  # --no-build on a build that never made it: no comparison then
+                    ref_whole = None
+                if ref_whole is not None and ran_cleanly(ref_whole):
+                    references = {t.id: task_phase(ref_whole, t.tag, len(missing)) for t in missing}
+            for t in tasks:
+                if kept[t.id]:
+                    references[t.id] = PhaseResult(records=[{"outcome": "passed", "metrics": kept[t.id]}])
+            given = {t.tag: references[t.id].metrics() for t in tasks
+                     if t.id in references and (kept[t.id] or reference_usable(references[t.id]))}
+            whole = run_phase(program, spec(tasks), seed=self.seed, timeout_s=limit * len(tasks),
+                              env=dict(self.env, **tasks_yardsticks_env(given)), test_limit_s=limit)
+            after = hold.seen = self._who_else()
+            for kind, run in (("performance", whole), ("reference", ref_whole)):
+                wall[kind] += run.elapsed_s if run else 0.0
+                in_tests[kind] += run.in_tests_s if run else 0.0
+            ours = [os.getpid()] + [p.pid for p in (whole, ref_whole) if p and p.pid]
+            others = gpu_processes.others([before, after], ours)
+            if self.timing_cache and not others and before is not None and after is not None:
+                for t in missing:
+                    if t.id in references and reference_usable(references[t.id]):
+                        self.timing_cache.put(keys[t.id], ref_program, references[t.id].metrics(), t.perf_metric)
+        if ran_cleanly(whole):
+            parts = {t.id: task_phase(whole, t.tag, len(tasks)) for t in tasks}
+        elif whole.test_over_limit and not whole.forged_lines and not whole.key_problem:
+            hung = next((t for t in tasks if t.tag in whole.unfinished_tags), None)
+            parts = {hung.id: hung_task_phase(whole, hung.tag)} if hung is not None else {}
+        else:
+            parts = {}
+        # A reference the run could not give a task (its own run did not end normally) is timed
+        # with the task alone, as before.
+        return {t.id: (parts[t.id], references.get(t.id), others) for t in tasks
+                if t.id in parts and (t.id in references or not ref_program)}
+
     def _counters(self, program: str, lesson: Lesson, task, performance: ComponentResult,
                   wall: Dict[str, float], short: bool = True) -> None:
         """The hardware's counters of a timed task that fell short (or of one that shows them
@@ -688,14 +757,21 @@ class Grader:
         started = time.monotonic()
         results = []
         with self.alone() if self.times_any(check) else nullcontext():
+            timed_tasks = [task for task in lesson.tasks if self.times(task, verdicts[task.id])]
+            together = (self._timed_together(program, lesson, timed_tasks, wall, in_tests) if len(timed_tasks) > 1
+                        else {})
             for task in lesson.tasks:
                 correctness = verdicts[task.id]
                 perf_phase = reference_phase = again = None
                 others: list = []
                 if self.times(task, correctness):
                     self._say(f"  {lesson.slug} task {task.id}: ")
-                    perf_phase, reference_phase, others = self._timed(program, lesson, task)
-                    timed = [perf_phase, reference_phase]
+                    if task.id in together:  # its seconds already counted in the lesson's run
+                        perf_phase, reference_phase, others = together[task.id]
+                        timed: list = []
+                    else:
+                        perf_phase, reference_phase, others = self._timed(program, lesson, task)
+                        timed = [perf_phase, reference_phase]
                     if measure_again(task, perf_phase):  # timing noise must not decide the verdict
                         self._say("below the threshold: measuring again, ")
                         second, second_reference, more = self._timed(program, lesson, task, fresh=True)

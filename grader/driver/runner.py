@@ -206,10 +206,12 @@ def ran_cleanly(phase: PhaseResult) -> bool:
             and not phase.key_problem and not phase.sanitizer_errors)
 
 
-def task_phase(whole: PhaseResult, tag: str) -> PhaseResult:
+def task_phase(whole: PhaseResult, tag: str, sharing: int = 1) -> PhaseResult:
     """The part of a run that ran several tasks' tests (ran_cleanly) that is the task `tag`'s: its
     end records, the seconds of its tests, and of the seconds outside any test (the program's
-    start, its CUDA context, its exit) all, since run alone the task would pay them all."""
+    start, its CUDA context, its exit) a `sharing`th: by default all, since run alone the task
+    would pay them all (a time limit follows from it); the number of tasks, for an account of
+    where the time went."""
     part = PhaseResult(timeout_s=whole.timeout_s, returncode=whole.returncode, output_tail=whole.output_tail,
                        pid=whole.pid, authenticated=whole.authenticated, report_found=whole.report_found,
                        run_completed=whole.run_completed, sanitizer_tool=whole.sanitizer_tool)
@@ -219,7 +221,7 @@ def task_phase(whole: PhaseResult, tag: str) -> PhaseResult:
             part.record_seconds.append(seconds)
     part.run_test_cases = len(part.records)
     part.in_tests_s = sum(part.record_seconds)
-    part.elapsed_s = part.in_tests_s + max(0.0, whole.elapsed_s - whole.in_tests_s)
+    part.elapsed_s = part.in_tests_s + max(0.0, whole.elapsed_s - whole.in_tests_s) / max(1, sharing)
     part.raised_waits = [w for w in whole.raised_waits if any(r.get("test") == w[0] for r in part.records)]
     return part
 

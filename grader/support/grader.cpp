@@ -21,6 +21,7 @@ namespace {
 struct TestState {
   std::vector<std::pair<std::string, double>> metrics;
   bool wrote_nothing = false;
+  std::vector<std::string> tags;  // the current test case's (set_test_tags)
 };
 
 TestState& state() {
@@ -108,7 +109,12 @@ double given_yardstick(const std::string& name) {
 }
 
 double yardstick(const std::string& name, const std::function<double()>& measure) {
-  double value = given_yardstick(name);
+  // Several tasks' timed tests in one run: each task's figures come as "task_N.name".
+  double value = 0.0;
+  for (const std::string& tag : state().tags) {
+    if (value <= 0 && tag.rfind("task_", 0) == 0) value = given_yardstick(tag + "." + name);
+  }
+  if (value <= 0) value = given_yardstick(name);
   if (value > 0) {
     auto& metrics = state().metrics;
     const auto given = std::find_if(metrics.begin(), metrics.end(),
@@ -131,6 +137,8 @@ void wrote_nothing(const std::string& facts) {
 bool marked_wrote_nothing() { return state().wrote_nothing; }
 
 void reset_test_state() { state() = TestState{}; }
+
+void set_test_tags(std::vector<std::string> tags) { state().tags = std::move(tags); }
 
 void set_wait_reporter(WaitReporter reporter) {
   wait_reporter() = std::move(reporter);

@@ -37,6 +37,8 @@ void record_metric(const std::string& name, double value);
 /// takes \p name from there instead of timing it a second time; without such a figure (a program
 /// run by hand, the reference's own run, a reference that failed) \p measure gives it. Either way
 /// it is recorded as the metric \p name, and the metric "yardsticks_given" counts those taken.
+/// Where one run times several tasks, a task's figures are given as `task_N.name`: a test tagged
+/// [task_N] takes that one first (set_test_tags).
 double yardstick(const std::string& name, const std::function<double()>& measure);
 
 /// The figure `WORKBOOK_YARDSTICKS`, as the program started, gives for \p name (parsed then, before
@@ -59,6 +61,10 @@ bool marked_wrote_nothing();
 
 /// Clears the per-test state; the listener calls it when a test case starts.
 void reset_test_state();
+
+/// The current test case's tags without brackets ("task_1", "perf"), set by the listener after
+/// reset_test_state: which task's yardsticks (yardstick) the test takes.
+void set_test_tags(std::vector<std::string> tags);
 
 /// Waits for the GPU to finish everything queued (cudaDeviceSynchronize, checked), and tells
 /// the driver that it waits for \p what and when the wait ended. A test stopped at its time

@@ -52,6 +52,7 @@ public:
     current_ = grader::TestRecord{};
     current_.test = info.name;
     for (const Catch::Tag& tag : info.tags) current_.tags.emplace_back(tag.original.data(), tag.original.size());
+    grader::set_test_tags(current_.tags);
     current_.event = "start";
     write(current_);
   }

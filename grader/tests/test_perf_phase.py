@@ -14,6 +14,7 @@ from pathlib import Path
 from unittest import mock
 
 from helpers import lesson, phase
+from driver.manifest import parse_manifest
 from driver import cli, counters, gpu_lock, gpu_processes, scoring
 from driver.reports import format_scoreboard, gradescope_results
 from driver.scoring import judge_performance, measure_again, note_other_processes
@@ -509,6 +510,11 @@ class GraderPerformanceTest(unittest.TestCase):
                     {"a,b": 1.0}, {"a=b": 1.0}, {"": 1.0}, {"x": 10 ** 400}):
             self.assertEqual(cli.yardsticks_env(bad), {}, bad)
         self.assertEqual(cli.yardsticks_env({"tiny": 1e-300}), {cli.YARDSTICKS_ENV: "tiny=1e-300"})
+        # Several tasks' in one run: each figure under its task's tag (grader::yardstick reads it first).
+        self.assertEqual(cli.tasks_yardsticks_env({"task_4": {"host_api_ms": 20}, "task_1": {"host_api_ms": 10},
+                                                   "task_2": {"x": float("nan")}}),
+                         {cli.YARDSTICKS_ENV: "task_1.host_api_ms=10.0,task_4.host_api_ms=20.0"})
+        self.assertEqual(cli.tasks_yardsticks_env({"task_1": {}}), {})
 
     def test_only_a_reference_run_that_ended_cleanly_is_usable(self):
         good = perf(1.0)
@@ -617,3 +623,142 @@ class GraderPerformanceTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# Two timed tasks whose tests both take a yardstick named host_api_ms (as lesson 07's tasks 1 and 4
+# do), with different figures; task 3 is not timed.
+TWO_TIMED = {"lessons": [{
+    "slug": "07_monte_carlo", "title": "Monte Carlo", "sources": ["monte_carlo.cu"], "timeout_s": 40,
+    "tasks": [
+        {"id": 1, "title": "pi", "points": {"correctness": 3, "performance": 2},
+         "performance": {"metric": "fraction_of_copy_bandwidth", "threshold": 0.6}},
+        {"id": 2, "title": "walkers", "points": {"correctness": 3, "performance": 2},
+         "performance": {"metric": "fraction_of_copy_bandwidth", "threshold": 0.6}},
+        {"id": 3, "title": "histogram", "points": {"correctness": 3}},
+    ]}]}
+
+
+class TimedTogetherTest(unittest.TestCase):
+    """A lesson's timed tasks in one hold alone and one process each for the reference and the
+    student (cli.Grader._timed_together): each task given its own yardsticks, judged by its own
+    records; a run that did not end normally gives nothing but a hung test's timeout."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.env = mock.patch.dict(os.environ, {gpu_lock.LOCK_DIR_ENV: self.tmp.name})
+        self.env.start()
+        self.runs = []  # (program, spec, held, env's yardsticks, test_limit_s)
+        self.reference = "reference"
+
+    def tearDown(self):
+        self.env.stop()
+        self.tmp.cleanup()
+
+    def grade(self, student, timing_cache=None):
+        """`student(tags)`: the student's timed run of those tasks (tags), as records; the reference
+        gives 0.9 of the copy bandwidth and host_api_ms 10 times the task's number."""
+        grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None, no_sanitizer_check=True,
+                                      no_counters=True, timing_cache=timing_cache),
+                            {}, {"07_monte_carlo": self.reference}, {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0},
+                            seed=1, tree="alice_1a2b3c4d")
+
+        def run_phase(program, spec, **kwargs):
+            tags = re.findall(r"\[(task_\d+)\]", spec)
+            program = "reference" if program == self.reference else program
+            self.runs.append((program, spec, grader.gpu.held, kwargs["env"].get(cli.YARDSTICKS_ENV, ""),
+                              kwargs.get("test_limit_s")))
+            if "~[perf]" in spec:
+                records = [(tag, "passed", {}) for tag in tags]
+                result = phase(run_completed=True, elapsed_s=1.0)
+            elif program == "reference":
+                records = [(tag, "passed", {"fraction_of_copy_bandwidth": 0.9, "host_api_ms": 10.0 * int(tag[5:])})
+                           for tag in tags]
+                result = phase(run_completed=True, elapsed_s=2.0, in_tests_s=1.0)
+            else:
+                result = student(tags)
+                records = result.records
+                result.records = []
+            for tag, outcome, metrics in records:
+                result.records.append({"event": "end", "test": f"timed {tag}", "tags": [tag], "outcome": outcome,
+                                       "messages": [], "metrics": dict(metrics)})
+                result.record_seconds.append(0.5)
+            return result
+
+        with mock.patch.object(cli, "run_phase", run_phase), contextlib.redirect_stdout(io.StringIO()), \
+                mock.patch.object(gpu_processes, "compute_apps", return_value=[]):
+            self.result = grader.grade_lesson(parse_manifest(TWO_TIMED)[0], "student")
+        return {t.task.id: t.performance for t in self.result.tasks}
+
+    @staticmethod
+    def student_run(values, **fields):
+        def student(tags):
+            result = phase(elapsed_s=3.0, in_tests_s=1.0, **dict({"run_completed": True}, **fields))
+            result.records = [(tag, "passed", {"fraction_of_copy_bandwidth": values[tag]}) for tag in tags]
+            return result
+        return student
+
+    def timed(self):
+        return [(program, spec, held) for program, spec, held, _, _ in self.runs if "~[perf]" not in spec]
+
+    def test_one_run_each_alone_every_task_with_its_own_yardsticks_and_verdict(self):
+        performance = self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}))
+        both = "[task_1][perf],[task_2][perf]"
+        self.assertEqual(self.timed(), [("reference", both, "EX"), ("student", both, "EX")])
+        student = next(r for r in self.runs if r[0] == "student" and "~[perf]" not in r[1])
+        # host_api_ms: 10 for task 1, 20 for task 2, each under its task's name.
+        self.assertIn("task_1.host_api_ms=10.0", student[3])
+        self.assertIn("task_2.host_api_ms=20.0", student[3])
+        self.assertNotIn(",host_api_ms=", "," + student[3])
+        self.assertEqual(student[4], 40)  # each test held to the lesson's limit
+        self.assertEqual(performance[1].metrics["fraction_of_copy_bandwidth"], 0.8)
+        self.assertEqual(performance[2].metrics["fraction_of_copy_bandwidth"], 0.7)
+        self.assertEqual((performance[1].status, performance[2].status), (scoring.PASSED, scoring.PASSED))
+        self.assertIsNone(performance[3])
+        # The two runs' whole seconds, once.
+        self.assertEqual((self.result.wall_s["performance"], self.result.wall_s["reference"]), (3.0, 2.0))
+
+    def test_a_task_below_its_threshold_is_measured_again_alone(self):
+        self.grade(self.student_run({"task_1": 0.8, "task_2": 0.5}))
+        self.assertEqual(self.timed()[2:], [("reference", "[task_2][perf]", "EX"), ("student", "[task_2][perf]", "EX")])
+
+    def test_a_run_that_did_not_end_normally_gives_nothing_each_task_is_timed_alone(self):
+        crashed = self.student_run({"task_1": 0.8, "task_2": 0.7}, run_completed=False, returncode=-11)
+        alone = self.student_run({"task_1": 0.8, "task_2": 0.7})
+        performance = self.grade(lambda tags: crashed(tags) if len(tags) > 1 else alone(tags))
+        self.assertEqual([spec for program, spec, _ in self.timed() if program == "student"],
+                         ["[task_1][perf],[task_2][perf]", "[task_1][perf]", "[task_2][perf]"])
+        self.assertEqual((performance[1].status, performance[2].status), (scoring.PASSED, scoring.PASSED))
+
+    def test_a_hung_test_times_its_task_out_the_other_is_timed_alone(self):
+        def hung(tags):
+            result = phase(elapsed_s=45.0, timed_out=True, test_over_limit=True, timeout_s=40.0)
+            result.records = [("task_1", "passed", {"fraction_of_copy_bandwidth": 0.8})]
+            result.unfinished_test, result.unfinished_tags = "timed task_2", ["task_2"]
+            return result
+        calls = []
+
+        def student(tags):
+            calls.append(tags)
+            return hung(tags) if len(tags) > 1 else self.student_run({"task_1": 0.8})(tags)
+        performance = self.grade(student)
+        self.assertEqual(calls, [["task_1", "task_2"], ["task_1"]])
+        self.assertEqual(performance[2].status, scoring.TIMED_OUT)
+        self.assertEqual(performance[1].status, scoring.PASSED)
+
+    def test_the_timing_cache_gives_what_it_has_the_reference_times_the_rest(self):
+        cache = os.path.join(self.tmp.name, "timings.json")
+        self.reference = os.path.join(self.tmp.name, "reference")
+        Path(self.reference).write_text("a build of the reference")  # the cache keeps figures per build
+        self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache)
+        self.runs.clear()
+        self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache)
+        self.assertEqual(self.timed(), [("student", "[task_1][perf],[task_2][perf]", "EX")])  # both kept
+        self.assertIn("task_2.host_api_ms=20.0", self.runs[-1][3])
+        # Task 2's figures dropped from the cache: the reference times task 2 alone.
+        data = json.loads(Path(cache).read_text())
+        del data["entries"][next(k for k in data["entries"] if k.endswith("/2"))]
+        Path(cache).write_text(json.dumps(data))
+        self.runs.clear()
+        self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache)
+        self.assertEqual([spec for program, spec, _ in self.timed()], ["[task_2][perf]", "[task_1][perf],[task_2][perf]"])
+        self.assertIn("task_1.host_api_ms=10.0", self.runs[-1][3])

@@ -355,6 +355,13 @@ class RealProgramTest(unittest.TestCase):
         with mock.patch.dict(os.environ, {"WORKBOOK_YARDSTICKS": "a=1000"}):
             self.assertEqual(self.run_program("[yardsticks]").metrics()["measured"], 6)
 
+    def test_a_task_takes_its_own_yardsticks_first_then_the_plain_ones(self):
+        # The test is tagged [task_2]: task_2.a is its own, task_1.b another task's, c plain.
+        given = "a=1,task_1.a=2,task_2.a=3,task_1.b=4,c=5"
+        r = self.run_program("[yardsticks_of_a_task]", WORKBOOK_YARDSTICKS=given)
+        self.assertEqual([x["outcome"] for x in r.records], ["passed"], r.output_tail)
+        self.assertEqual(r.metrics(), {"a": 3, "b": 7, "c": 5, "yardsticks_given": 2})
+
     def test_the_drivers_settings_left_in_the_shell_reach_no_program(self):
         shell = {"WORKBOOK_SANITIZE": "1", "WORKBOOK_COPY_BANDWIDTH_GBPS": "1"}
         with mock.patch.dict(os.environ, shell):

@@ -116,6 +116,12 @@ TEST_CASE("exits", "[.][exits]") {
   std::exit(0);
 }
 
+TEST_CASE("yardsticks of a task", "[.][task_2][yardsticks_of_a_task]") {
+  grader::record_metric("a", grader::yardstick("a", [] { return 7.0; }));
+  grader::record_metric("b", grader::yardstick("b", [] { return 7.0; }));
+  grader::record_metric("c", grader::yardstick("c", [] { return 7.0; }));
+}
+
 TEST_CASE("yardsticks", "[.][yardsticks]") {
   int measured = 0;
   for (const char* name : {"a", "b", "c", "abc", "e", "f"}) {
