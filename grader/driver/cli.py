@@ -310,6 +310,9 @@ class Grader:
         self.gpu = GpuLock.for_device(device, tree, say=self._interrupt)
         self.nvidia_smi_s = 0.0  # asking nvidia-smi who else is on the GPU (self._who_else), in the holds alone
         self._hold: Optional[AloneOnTheGpu] = None  # the hold of the GPU alone under way (self.alone)
+        # Reference figures the timing cache gave a lesson's run of several tasks (_timed_together)
+        # for a task then timed alone: taken once, not counted as a second use.
+        self.kept: Dict[Tuple[str, int], Dict[str, float]] = {}
         self._line = ""  # the progress line of the task being graded, so far
         self.sanitizer, why = sanitizer.find_sanitizer(index)
         self.no_sanitizer_why = why  # "" when there is one
@@ -570,7 +573,10 @@ class Grader:
         key = TimingCache.key(self.gpu_uuid, f"reference/{lesson.slug}/{task.id}")
         with self.alone() as hold:
             before = hold.seen
-            kept = self.timing_cache.take(key, ref_program) if self.timing_cache and ref_program and not fresh else None
+            if not fresh and (lesson.slug, task.id) in self.kept:  # taken already (_timed_together)
+                kept = self.kept.pop((lesson.slug, task.id))
+            else:
+                kept = self.timing_cache.take(key, ref_program) if self.timing_cache and ref_program and not fresh else None
             if kept:  # the reference's figure this GPU measured lately (timing_cache.py)
                 reference = PhaseResult(records=[{"outcome": "passed", "metrics": kept}])
             elif ref_program:
@@ -639,17 +645,28 @@ class Grader:
                 for t in missing:
                     if t.id in references and reference_usable(references[t.id]):
                         self.timing_cache.put(keys[t.id], ref_program, references[t.id].metrics(), t.perf_metric)
+        parts: Dict[int, PhaseResult] = {}
         if ran_cleanly(whole):
-            parts = {t.id: task_phase(whole, t.tag, len(tasks)) for t in tasks}
+            # Only a measurement: every test of the task passed and gave its figure, within its
+            # share of the limit. A failure may be another task's doing (a sticky CUDA error, memory
+            # it left allocated), so it is timed alone, as is a task alone nearer its limit.
+            for t in tasks:
+                part = task_phase(whole, t.tag, len(tasks))
+                if (part.records and all(r.get("outcome") == "passed" for r in part.records)
+                        and t.perf_metric in part.metrics() and part.in_tests_s <= TOGETHER_SHARE * limit):
+                    parts[t.id] = part
         elif whole.test_over_limit and not whole.forged_lines and not whole.key_problem:
             hung = next((t for t in tasks if t.tag in whole.unfinished_tags), None)
-            parts = {hung.id: hung_task_phase(whole, hung.tag)} if hung is not None else {}
-        else:
-            parts = {}
+            if hung is not None:
+                part = hung_task_phase(whole, hung.tag)
+                if part.in_tests_s <= TOGETHER_SHARE * limit:
+                    parts[hung.id] = part
         # A reference the run could not give a task (its own run did not end normally) is timed
-        # with the task alone, as before.
-        return {t.id: (parts[t.id], references.get(t.id), others) for t in tasks
-                if t.id in parts and (t.id in references or not ref_program)}
+        # with the task alone, as before; the figures the cache gave are handed on (self.kept).
+        taken = {t.id: (parts[t.id], references.get(t.id), others) for t in tasks
+                 if t.id in parts and (t.id in references or not ref_program)}
+        self.kept.update({(lesson.slug, t.id): kept[t.id] for t in tasks if kept[t.id] and t.id not in taken})
+        return taken
 
     def _counters(self, program: str, lesson: Lesson, task, performance: ComponentResult,
                   wall: Dict[str, float], short: bool = True) -> None:

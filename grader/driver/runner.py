@@ -58,6 +58,7 @@ class PhaseResult:
     wait_durations_s: List[float] = field(default_factory=list)
     wait_tests: List[str] = field(default_factory=list)  # beside each finished wait, its test
     open_wait: Optional[Tuple[str, float]] = None
+    open_wait_test: str = ""  # the test whose wait open_wait is
     # Waits that ended by throwing ("wait_raised"), in order, as (test, what, CUDA error pending
     # then or ""): a crash verdict names the call its error surfaced in.
     raised_waits: List[Tuple[str, str, str]] = field(default_factory=list)
@@ -166,6 +167,7 @@ def parse_records(text: Union[str, bytes], result: PhaseResult, key: Optional[st
                 result.run_test_cases = record["test_cases"]
         if event == "wait":
             result.open_wait = (record.get("what", ""), float(record.get("t", 0.0)))
+            result.open_wait_test = str(record.get("test", ""))
         elif event == "waited" and result.open_wait is not None:
             result.wait_durations_s.append(max(0.0, float(record.get("t", 0.0)) - result.open_wait[1]))
             result.wait_tests.append(str(record.get("test", "")))
@@ -215,14 +217,24 @@ def task_phase(whole: PhaseResult, tag: str, sharing: int = 1) -> PhaseResult:
     part = PhaseResult(timeout_s=whole.timeout_s, returncode=whole.returncode, output_tail=whole.output_tail,
                        pid=whole.pid, authenticated=whole.authenticated, report_found=whole.report_found,
                        run_completed=whole.run_completed, sanitizer_tool=whole.sanitizer_tool)
-    for record, seconds in zip(whole.records, whole.record_seconds or [0.0] * len(whole.records)):
+    seconds_of = whole.record_seconds or [0.0] * len(whole.records)
+    for record, seconds in zip(whole.records, seconds_of):
         if tag in record.get("tags", []):
             part.records.append(record)
             part.record_seconds.append(seconds)
     part.run_test_cases = len(part.records)
     part.in_tests_s = sum(part.record_seconds)
     part.elapsed_s = part.in_tests_s + max(0.0, whole.elapsed_s - whole.in_tests_s) / max(1, sharing)
+    if sharing == 1 and whole.records and tag not in whole.records[0].get("tags", []):
+        # The CUDA context is created inside the run's first test, another task's: alone, this
+        # task's first test would pay it. That test's seconds stand in for it (more, not less).
+        part.elapsed_s += seconds_of[0]
     part.raised_waits = [w for w in whole.raised_waits if any(r.get("test") == w[0] for r in part.records)]
+    # Catch2's exit status counts the whole run's failures: a part none of whose tests failed
+    # ended as its run alone would have, with 0.
+    if (whole.run_completed and whole.returncode is not None and whole.returncode >= 0
+            and not any(r.get("outcome") == "failed" for r in part.records)):
+        part.returncode = 0
     return part
 
 
@@ -236,7 +248,10 @@ def hung_task_phase(whole: PhaseResult, tag: str) -> PhaseResult:
     ours = {r.get("test") for r in part.records} | {whole.unfinished_test}
     part.wait_durations_s = [d for d, test in zip(whole.wait_durations_s, whole.wait_tests) if test in ours]
     part.wait_tests = [test for test in whole.wait_tests if test in ours]
-    part.open_wait = whole.open_wait
+    # The wait still open, only where it is the hung test's own (a wait another task's test
+    # opened, then left open by a call that threw, is not).
+    if whole.open_wait_test == whole.unfinished_test:
+        part.open_wait, part.open_wait_test = whole.open_wait, whole.open_wait_test
     part.run_completed = False
     part.returncode = whole.returncode
     # The open wait's seconds are counted on the program's clock, from its start: so is elapsed_s.
@@ -317,16 +332,17 @@ DRIVER_SETTINGS = ("WORKBOOK_PROFILE", "WORKBOOK_YARDSTICKS", "WORKBOOK_SANITIZE
 
 class _TestWatch:
     """Follows a running program's report file: how long its open test has been running, as the
-    driver saw it start (run_phase's test_limit_s). The lines are not verified here: a line that
-    is not the program's can at worst keep a test from looking open, and the run's own time
-    limit still holds."""
+    driver saw it start, or, with none open, how long since the last one ended (or the program
+    started): a hang before the first test, between two or at the exit counts too (run_phase's
+    test_limit_s). The lines are not verified here: a line that is not the program's can at
+    worst keep a test from looking open, and the run's own time limit still holds."""
     POLL_S = 0.2
 
-    def __init__(self, report: str):
+    def __init__(self, report: str, started: float):
         self.report, self.read = report, 0
-        self.open_since: Optional[float] = None  # when the open test's start line was first seen
+        self.since = started  # when the open test's start line, or the last end line, was first seen
 
-    def open_for(self, now: float) -> float:
+    def stalled_for(self, now: float) -> float:
         try:
             with open(self.report, "rb") as f:
                 f.seek(self.read)
@@ -336,12 +352,9 @@ class _TestWatch:
         complete = data[:data.rfind(b"\n") + 1]
         self.read += len(complete)
         for line in complete.splitlines():
-            event = (_json(line) or {}).get("event")
-            if event == "start":
-                self.open_since = now
-            elif event in ("end", "run_end"):
-                self.open_since = None
-        return 0.0 if self.open_since is None else now - self.open_since
+            if (_json(line) or {}).get("event") in ("start", "end"):
+                self.since = now
+        return now - self.since
 
 
 def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env: Dict[str, str],
@@ -351,7 +364,8 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
     its records. `sanitizer` is the compute-sanitizer command prefix, if any; `wrapper` another
     tool's (Nsight Compute's, counters.py), whose output is not read as the sanitizer's.
     `test_limit_s`: the program is also stopped when one test runs longer than this (several
-    tasks' tests in one run, timeout_s for all of them: one hung test need not wait out the rest)."""
+    tasks' tests in one run, timeout_s for all of them: one hung test need not wait out the rest),
+    or when no test starts for that long after the program started or after the last test ended."""
     result = PhaseResult(timeout_s=timeout_s, sanitizer_tool=sanitizer_tool)
     with tempfile.TemporaryDirectory(prefix="workbook-grade-") as tmp:
         report = os.path.join(tmp, "report.jsonl")
@@ -377,7 +391,7 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
         with _running_lock:
             _running.add(process.pid)
         try:
-            output = _wait(process, start + timeout_s, _TestWatch(report) if test_limit_s else None,
+            output = _wait(process, start + timeout_s, _TestWatch(report, start) if test_limit_s else None,
                            test_limit_s or 0.0)
             if output is None:  # past its time: the run's, or its open test's
                 result.timed_out = True
@@ -421,7 +435,7 @@ def _wait(process: subprocess.Popen, deadline: float, watch: Optional[_TestWatch
             return output
         except subprocess.TimeoutExpired:
             now = time.monotonic()
-            if now >= deadline or (watch is not None and watch.open_for(now) > test_limit_s):
+            if now >= deadline or (watch is not None and watch.stalled_for(now) > test_limit_s):
                 return None
 
 

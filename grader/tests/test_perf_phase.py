@@ -649,6 +649,7 @@ class TimedTogetherTest(unittest.TestCase):
         self.env.start()
         self.runs = []  # (program, spec, held, env's yardsticks, test_limit_s)
         self.reference = "reference"
+        self.reference_records = lambda records: records  # what the reference's timed run reports
 
     def tearDown(self):
         self.env.stop()
@@ -671,17 +672,19 @@ class TimedTogetherTest(unittest.TestCase):
                 records = [(tag, "passed", {}) for tag in tags]
                 result = phase(run_completed=True, elapsed_s=1.0)
             elif program == "reference":
-                records = [(tag, "passed", {"fraction_of_copy_bandwidth": 0.9, "host_api_ms": 10.0 * int(tag[5:])})
-                           for tag in tags]
-                result = phase(run_completed=True, elapsed_s=2.0, in_tests_s=1.0)
+                records = self.reference_records([(tag, "passed", {"fraction_of_copy_bandwidth": 0.9,
+                                                                   "host_api_ms": 10.0 * int(tag[5:])}) for tag in tags])
+                failed = any(outcome == "failed" for _, outcome, _ in records)
+                result = phase(run_completed=True, elapsed_s=2.0, in_tests_s=1.0, returncode=42 if failed else 0)
             else:
                 result = student(tags)
                 records = result.records
                 result.records = []
-            for tag, outcome, metrics in records:
+            seconds = getattr(result, "record_seconds_given", [0.5] * len(records))
+            for (tag, outcome, metrics), took in zip(records, seconds):
                 result.records.append({"event": "end", "test": f"timed {tag}", "tags": [tag], "outcome": outcome,
                                        "messages": [], "metrics": dict(metrics)})
-                result.record_seconds.append(0.5)
+                result.record_seconds.append(took)
             return result
 
         with mock.patch.object(cli, "run_phase", run_phase), contextlib.redirect_stdout(io.StringIO()), \
@@ -745,6 +748,38 @@ class TimedTogetherTest(unittest.TestCase):
         self.assertEqual(performance[2].status, scoring.TIMED_OUT)
         self.assertEqual(performance[1].status, scoring.PASSED)
 
+    def test_a_failed_timed_test_is_timed_again_alone_another_tasks_error_never_decides(self):
+        def together_then_alone(tags):
+            result = self.student_run({"task_1": 0.8, "task_2": 0.7})(tags)
+            if len(tags) > 1:  # task 2's test failed there (say, task 1's code left a sticky error)
+                result.records[1] = ("task_2", "failed", {})
+                result.returncode = 42
+                result.output_tail = "cudaErrorIllegalAddress"
+            return result
+        performance = self.grade(together_then_alone)
+        self.assertEqual([spec for program, spec, _ in self.timed() if program == "student"],
+                         ["[task_1][perf],[task_2][perf]", "[task_2][perf]"])
+        self.assertEqual((performance[1].status, performance[2].status), (scoring.PASSED, scoring.PASSED))
+        self.assertEqual(performance[2].metrics["fraction_of_copy_bandwidth"], 0.7)
+
+    def test_a_task_whose_timed_tests_took_over_half_the_limit_is_timed_alone(self):
+        def slow(tags):
+            result = self.student_run({"task_1": 0.8, "task_2": 0.7})(tags)
+            result.record_seconds_given = [0.5, 25.0]
+            return result
+        self.grade(slow)
+        self.assertEqual([spec for program, spec, _ in self.timed() if program == "student"],
+                         ["[task_1][perf],[task_2][perf]", "[task_2][perf]"])
+
+    def test_one_failed_reference_test_leaves_the_others_usable(self):
+        def reference_fails_task_2(records):
+            return [(tag, "failed" if tag == "task_2" else outcome, metrics) for tag, outcome, metrics in records]
+        self.reference_records = reference_fails_task_2
+        self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}))
+        student = next(r for r in self.runs if r[0] == "student" and "~[perf]" not in r[1])
+        self.assertIn("task_1.host_api_ms=10.0", student[3])
+        self.assertNotIn("task_2.", student[3])
+
     def test_the_timing_cache_gives_what_it_has_the_reference_times_the_rest(self):
         cache = os.path.join(self.tmp.name, "timings.json")
         self.reference = os.path.join(self.tmp.name, "reference")
@@ -754,6 +789,20 @@ class TimedTogetherTest(unittest.TestCase):
         self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache)
         self.assertEqual(self.timed(), [("student", "[task_1][perf],[task_2][perf]", "EX")])  # both kept
         self.assertIn("task_2.host_api_ms=20.0", self.runs[-1][3])
+        uses = {k[-1]: v["uses"] for k, v in json.loads(Path(cache).read_text())["entries"].items()}
+        self.assertEqual(uses, {"1": 1, "2": 1})
+        # Task 2 timed alone after the lesson's run (below: too slow there): the figure the cache
+        # gave that run is handed on, not taken (counted) again.
+        self.runs.clear()
+
+        def slow_2(tags):
+            result = self.student_run({"task_1": 0.8, "task_2": 0.7})(tags)
+            result.record_seconds_given = [0.5, 25.0] if len(tags) > 1 else [0.5]
+            return result
+        self.grade(slow_2, timing_cache=cache)
+        self.assertEqual(self.timed(), [("student", "[task_1][perf],[task_2][perf]", "EX"), ("student", "[task_2][perf]", "EX")])
+        uses = {k[-1]: v["uses"] for k, v in json.loads(Path(cache).read_text())["entries"].items()}
+        self.assertEqual(uses, {"1": 2, "2": 2})
         # Task 2's figures dropped from the cache: the reference times task 2 alone.
         data = json.loads(Path(cache).read_text())
         del data["entries"][next(k for k in data["entries"] if k.endswith("/2"))]

@@ -90,6 +90,18 @@ class RunPhaseTest(FakeProgram, unittest.TestCase):
         self.assertLess(r.elapsed_s, 10)
         self.assertEqual(r.record_seconds, [0.5])
 
+    def test_a_run_stalled_between_tests_is_stopped_at_the_limit_too(self):
+        """A hang before the first test (a static initialiser), between two or at the exit."""
+        for body in ("time.sleep(60)\n",
+                     "emit(event='start', test='t', tags=['task_1'])\n"
+                     "emit(event='end', test='t', tags=['task_1'], outcome='passed')\ntime.sleep(60)\n"):
+            with tempfile.TemporaryDirectory() as d:
+                r = run_phase(fake_program(d, body), "[task_1],[task_2]", seed=7, timeout_s=50, env={},
+                              test_limit_s=1.0)
+            self.assertTrue(r.timed_out and r.test_over_limit, body)
+            self.assertIsNone(r.unfinished_test)
+            self.assertLess(r.elapsed_s, 10)
+
     def test_tests_within_their_limit_run_to_the_end(self):
         with tempfile.TemporaryDirectory() as d:
             r = run_phase(fake_program(d, """

@@ -757,7 +757,7 @@ class TogetherTest(GradingHarness, unittest.TestCase):
         result.record_seconds = [earlier_s, 0.5]
         result.unfinished_test, result.unfinished_tags = "test of task 2", ["task_2"]
         result.wait_durations_s, result.wait_tests = [0.01, 2.5], ["earlier test of task 2", "test of task 1"]
-        result.open_wait = ("launch of the kernel", 2.0)
+        result.open_wait, result.open_wait_test = ("launch of the kernel", 2.0), "test of task 2"
         return result
 
     def test_a_hung_test_times_its_task_out_there_the_others_run_alone(self):
@@ -768,6 +768,17 @@ class TogetherTest(GradingHarness, unittest.TestCase):
         # Its own tests' waits only (task 1's 2.5 s wait is not its): stuck, not slow.
         self.assertIn("the 1 waits before it took at most 0.01 s each", task2.details)
         self.assertIn("Hint [timeout-stuck]", task2.details)
+
+    def test_a_hung_test_is_not_given_another_tests_open_wait(self):
+        def hung(call):
+            result = self.hung(call)
+            result.open_wait_test = "test of task 1"  # left open by a call of task 1's that threw
+            return result
+        _, result = self.grade_with(self.alone_or(hung), no_sanitizer_check=True, no_timing=True)
+        task2 = next(t for t in result.tasks if t.task.id == 2).correctness
+        self.assertEqual(task2.status, scoring.TIMED_OUT)
+        self.assertNotIn("waiting for the GPU", task2.details)
+        self.assertNotIn("Hint [timeout-stuck]", task2.details)
 
     def test_a_hung_task_whose_other_tests_took_long_runs_alone(self):
         _, result = self.grade_with(self.alone_or(lambda call: self.hung(call, earlier_s=16.0)),
@@ -814,9 +825,10 @@ class TogetherTest(GradingHarness, unittest.TestCase):
         task2 = next(t for t in result.tasks if t.task.id == 2).correctness
         self.assertEqual(task2.metrics, {"worst_error": 2.0})
         self.assertEqual(next(t for t in result.tasks if t.task.id == 1).correctness.metrics, {})
-        # The check's limit: 60 s + 20 times what the task would take alone (its tests and the start).
+        # The check's limit: 60 s + 20 times what the task would take alone: its tests, the start,
+        # and for tasks 2 and 3 the run's first test, task 1's, where the CUDA context was made.
         memcheck = next(c for c in self.runs.calls if c["tool"] == "memcheck")
-        self.assertEqual(memcheck["timeout_s"], 60 + 20 * ((1.0 + 1.0) + (1.5 + 1.0) + (0.5 + 1.0)))
+        self.assertEqual(memcheck["timeout_s"], 60 + 20 * ((1.0 + 1.0) + (1.5 + 1.0 + 1.0) + (0.5 + 1.0 + 1.0)))
         self.assertEqual(result.wall_s["correctness"], 4.0)
 
     def test_under_the_sanitizer_each_task_runs_alone(self):
