@@ -604,8 +604,9 @@ class Grader:
         reference's timed tests of the tasks the timing cache has no figures for in one process,
         then the student's timed tests of every task in one (each task given its own yardsticks,
         tasks_yardsticks_env), each test held to the lesson's time limit. A task comes back only
-        where that run ended normally, or where its test was the one stopped at the limit; the
-        others are timed one by one (self._timed), as before. Each part's elapsed_s is its tests'
+        where that run ended normally and every test of the task passed with its figure, within
+        half the limit, or where its test was the one stopped at the limit; the others are timed
+        one by one (self._timed), as before. Each part's elapsed_s is its tests''
         seconds and its share of the program's start and exit; the runs' whole seconds go into
         `wall` and `in_tests` here. The other processes nvidia-smi saw are the whole run's, every
         task's."""
