@@ -7,6 +7,11 @@
 #   tools/gpu_check.sh suite            every ctest test, as the test preset runs them (the solutions
 #                                       under the sanitizer among them); its last lines say where
 #                                       the time went (tools/ctest_summary.py)
+#   tools/gpu_check.sh rest [LOG]       the tests a suite stage cut short by a time limit did not
+#                                       finish (tools/ctest_rest.py, then ctest -R): those of LOG, a
+#                                       suite.log brought from an earlier call (a machine starts
+#                                       bare: put it in the tree, outside build/), else this
+#                                       machine's build/gpu-check/suite.log
 #   tools/gpu_check.sh tests            every ctest test but the end-to-end gradings
 #   tools/gpu_check.sh e2e REGEX        the end-to-end gradings whose ctest name matches REGEX
 #   tools/gpu_check.sh sanitize         ./grade --sanitize on the solutions and two broken variants
@@ -81,6 +86,22 @@ stage_suite() {
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/suite.log"
   grep -E "^ctest: " "$logs/suite.log" | tee -a "$logs/stages.txt"
   python3 tools/lock_log_summary.py "$logs/locks.log" | tee -a "$logs/stages.txt"
+}
+
+stage_rest() {
+  local regex suite_log=$1
+  if [ ! -f "$suite_log" ]; then
+    echo "rest: no $suite_log: run the suite stage first, or name an earlier call's suite.log" |
+      tee -a "$logs/stages.txt"
+    return
+  fi
+  if ! regex=$(python3 tools/ctest_rest.py "$suite_log" build/test); then
+    echo "rest: the suite finished every test" | tee -a "$logs/stages.txt"
+    return
+  fi
+  WORKBOOK_LOCK_LOG=$PWD/$logs/locks_rest.log ctest --preset test -R "$regex" -V > "$logs/rest.log" 2>&1
+  echo "rest: exit $?, $(grep -E 'tests passed' "$logs/rest.log")" | tee -a "$logs/stages.txt"
+  grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/rest.log"
 }
 
 stage_first_grade() {
@@ -297,8 +318,9 @@ while [ $# -gt 0 ]; do
     stats) stage_stats "${1:-100}"; shift ;;
     first-grade) stage_first_grade ;;
     class) stage_class "${1:-16}"; shift ;;
+    rest) if [ -f "${1:-}" ]; then stage_rest "$1"; shift; else stage_rest "$logs/suite.log"; fi ;;
     summary) stage_summary ;;
-    *) echo "gpu_check.sh: unknown stage '$stage' (build, suite, tests, e2e REGEX, sanitize, cost, ncu, stats N, first-grade, class N, summary)" >&2
+    *) echo "gpu_check.sh: unknown stage '$stage' (build, suite, rest, tests, e2e REGEX, sanitize, cost, ncu, stats N, first-grade, class N, summary)" >&2
        exit 2 ;;
   esac
 done
