@@ -85,8 +85,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                                        "else every GPU nvidia-smi lists)")
     parser.add_argument("--per-gpu", type=int, metavar="N",
                         help="gradings at once on each GPU (default: one per 8 GiB of the smallest GPU's memory and "
-                             "per 2 cores a GPU, at most 4: 4 on a 16-core H100, 2 on a 4-core T4); correctness tests then "
-                             "share the GPU, and the per-GPU lock still times every performance phase alone")
+                             "per 2 cores a GPU, at most 4: 4 on a 16-core H100, 2 on a 4-core T4); correctness "
+                             "tests then share the GPU, and the per-GPU lock still times every performance phase "
+                             "alone")
     parser.add_argument("--no-timing", action="store_true", help="correctness only (performance scores nothing)")
     counters_choice = parser.add_mutually_exclusive_group()
     counters_choice.add_argument("--no-counters", action="store_true",
@@ -373,7 +374,8 @@ def gradings_per_gpu(gpus: List[Optional[str]], cores: int, listed: Optional[str
     in MIG mode, or memory nvidia-smi does not give, gets 1."""
     rows = [line.split(",") for line in (listed or "").splitlines() if line.strip()]
     sizes = [int(row[0]) for row in rows if row and row[0].strip().isdigit()]
-    if not sizes or len(sizes) != len(rows) or any(len(row) > 1 and row[1].strip().lower() == "enabled" for row in rows):
+    mig = any(len(row) > 1 and row[1].strip().lower() == "enabled" for row in rows)
+    if not sizes or len(sizes) != len(rows) or mig:
         return 1, "the GPUs' memory not known (or a GPU in MIG mode)"
     by_memory, by_cores = (min(sizes) + 4096) // 8192, cores // (2 * max(1, len(gpus)))  # 8 GiB each, rounded
     count = max(1, min(MAX_PER_GPU, by_memory, by_cores))

@@ -29,7 +29,8 @@ from .runner import (PhaseResult, exit_on_sigterm, hung_task_phase, ran_cleanly,
                      task_phase)
 from .timing_cache import TimingCache
 from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
-                      COMPILE_ERROR, MISSING, NOT_IMPLEMENTED, PASSED, SKIPPED, STATUS_LABELS, ComponentResult, GradeRun, LessonResult,
+                      COMPILE_ERROR, MISSING, NOT_IMPLEMENTED, PASSED, SKIPPED, STATUS_LABELS, ComponentResult,
+                      GradeRun, LessonResult,
                       SanitizerRun, TaskResult, ToolOutcome, confirm_correctness, counters_wanted, fell_short,
                       judge_correctness, judge_performance, lesson_not_gradable, measure_again, note_other_processes,
                       sanitizer_outcome)
@@ -254,6 +255,20 @@ def yardsticks_env(figures: Dict[str, float], tag: str = "") -> Dict[str, str]:
     return {YARDSTICKS_ENV: ",".join(given)} if given else {}
 
 
+def hung_part(whole: PhaseResult, tasks: list, limit: float) -> Dict[int, PhaseResult]:
+    """Of a lesson-wide run (Grader._correctness_together, _timed_together) stopped because one
+    test passed its time limit: that test's task, timed out as it would be alone (hung_task_phase),
+    where its other tests took no more than their share of the limit; {} otherwise (lines the
+    grader did not write, or no task's test was open), when every task is run alone."""
+    if not whole.test_over_limit or whole.forged_lines or whole.key_problem:
+        return {}
+    hung = next((t for t in tasks if t.tag in whole.unfinished_tags), None)
+    if hung is None:
+        return {}
+    part = hung_task_phase(whole, hung.tag)
+    return {hung.id: part} if part.in_tests_s <= TOGETHER_SHARE * limit else {}
+
+
 def tasks_yardsticks_env(figures: Dict[str, Dict[str, float]]) -> Dict[str, str]:
     """yardsticks_env of several tasks at once ({tag: figures}), each under its tag."""
     given = [yardsticks_env(of_task, tag).get(YARDSTICKS_ENV, "") for tag, of_task in sorted(figures.items())]
@@ -388,16 +403,9 @@ class Grader:
                               test_limit_s=limit)
         wall["correctness"] += whole.elapsed_s
         in_tests["correctness"] += whole.in_tests_s
-        if whole.test_over_limit and not whole.forged_lines and not whole.key_problem:
-            # One test hung: its task timed out, as it would alone, where its other tests took no
-            # more than their share. Whether the other tasks' tests all ran is not known: alone.
-            hung = next((t for t in tasks if t.tag in whole.unfinished_tags), None)
-            if hung is None:
-                return {}
-            part = hung_task_phase(whole, hung.tag)
-            return {hung.id: part} if part.in_tests_s <= TOGETHER_SHARE * limit else {}
         if not ran_cleanly(whole):
-            return {}
+            # Whether the other tasks' tests all ran is not known: alone, all but a hung test's.
+            return hung_part(whole, tasks, limit)
         taken = {}
         for task in tasks:
             part = task_phase(whole, task.tag)
@@ -557,6 +565,27 @@ class Grader:
         finally:
             self.nvidia_smi_s += time.monotonic() - asked
 
+    def _reference_key(self, lesson: Lesson, task) -> str:
+        return TimingCache.key(self.gpu_uuid, f"reference/{lesson.slug}/{task.id}")
+
+    def _kept_reference(self, lesson: Lesson, task, ref_program: Optional[str]) -> Optional[Dict[str, float]]:
+        """The reference's figures for a task that the timing cache holds for this GPU, if any:
+        those it already gave a lesson-wide run (self.kept), else taken from it (a use counted)."""
+        if (lesson.slug, task.id) in self.kept:
+            return self.kept.pop((lesson.slug, task.id))
+        if not (self.timing_cache and ref_program):
+            return None
+        return self.timing_cache.take(self._reference_key(lesson, task), ref_program)
+
+    def _keep_reference(self, lesson: Lesson, task, ref_program: Optional[str], reference: Optional[PhaseResult],
+                        seen: list, others: list) -> None:
+        """A reference timed now kept for the next gradings: when it is usable, nothing else used
+        the GPU meanwhile (others) and nvidia-smi answered both before and after (seen); inside the
+        hold alone (one grading measures, timing_cache.py)."""
+        if (self.timing_cache and reference is not None and reference_usable(reference) and not others
+                and all(s is not None for s in seen)):
+            self.timing_cache.put(self._reference_key(lesson, task), ref_program, reference.metrics(), task.perf_metric)
+
     def _timed(self, program: str, lesson: Lesson, task,
                fresh: bool = False) -> Tuple[PhaseResult, Optional[PhaseResult], list]:
         """The reference's performance test, then the task's, alone on the GPU (self.alone); and the
@@ -570,13 +599,9 @@ class Grader:
         spec = f"[{task.tag}][perf]"
         ref_program = (self.reference or {}).get(lesson.slug)
         reference = None
-        key = TimingCache.key(self.gpu_uuid, f"reference/{lesson.slug}/{task.id}")
         with self.alone() as hold:
             before = hold.seen
-            if not fresh and (lesson.slug, task.id) in self.kept:  # taken already (_timed_together)
-                kept = self.kept.pop((lesson.slug, task.id))
-            else:
-                kept = self.timing_cache.take(key, ref_program) if self.timing_cache and ref_program and not fresh else None
+            kept = None if fresh else self._kept_reference(lesson, task, ref_program)
             if kept:  # the reference's figure this GPU measured lately (timing_cache.py)
                 reference = PhaseResult(records=[{"outcome": "passed", "metrics": kept}])
             elif ref_program:
@@ -591,11 +616,8 @@ class Grader:
             after = hold.seen = self._who_else()
             ours = [os.getpid()] + [p.pid for p in (phase, reference) if p and p.pid]
             others = gpu_processes.others([before, after], ours)
-            # A reference timed while something else used the GPU is not kept for the next gradings;
-            # one that is, is kept inside the hold (one grading measures, timing_cache.py).
-            if (self.timing_cache and not kept and reference is not None and reference_usable(reference)
-                    and not others and before is not None and after is not None):
-                self.timing_cache.put(key, ref_program, reference.metrics(), task.perf_metric)
+            if not kept:
+                self._keep_reference(lesson, task, ref_program, reference, [before, after], others)
         return phase, reference, others
 
     def _timed_together(self, program: str, lesson: Lesson, tasks: list, wall: Dict[str, float],
@@ -613,11 +635,9 @@ class Grader:
         ref_program = (self.reference or {}).get(lesson.slug)
         limit = self._timeout(lesson)
         spec = lambda chosen: ",".join(f"[{t.tag}][perf]" for t in chosen)  # noqa: E731
-        keys = {t.id: TimingCache.key(self.gpu_uuid, f"reference/{lesson.slug}/{t.id}") for t in tasks}
         with self.alone() as hold:
             before = hold.seen
-            kept = {t.id: self.timing_cache.take(keys[t.id], ref_program) if self.timing_cache and ref_program else None
-                    for t in tasks}
+            kept = {t.id: self._kept_reference(lesson, t, ref_program) for t in tasks}
             missing = [t for t in tasks if not kept[t.id] and ref_program]
             references: Dict[int, PhaseResult] = {}
             ref_whole = None
@@ -642,10 +662,8 @@ class Grader:
                 in_tests[kind] += run.in_tests_s if run else 0.0
             ours = [os.getpid()] + [p.pid for p in (whole, ref_whole) if p and p.pid]
             others = gpu_processes.others([before, after], ours)
-            if self.timing_cache and not others and before is not None and after is not None:
-                for t in missing:
-                    if t.id in references and reference_usable(references[t.id]):
-                        self.timing_cache.put(keys[t.id], ref_program, references[t.id].metrics(), t.perf_metric)
+            for t in missing:
+                self._keep_reference(lesson, t, ref_program, references.get(t.id), [before, after], others)
         parts: Dict[int, PhaseResult] = {}
         if ran_cleanly(whole):
             # Only a measurement: every test of the task passed and gave its figure, within its
@@ -656,12 +674,8 @@ class Grader:
                 if (part.records and all(r.get("outcome") == "passed" for r in part.records)
                         and t.perf_metric in part.metrics() and part.in_tests_s <= TOGETHER_SHARE * limit):
                     parts[t.id] = part
-        elif whole.test_over_limit and not whole.forged_lines and not whole.key_problem:
-            hung = next((t for t in tasks if t.tag in whole.unfinished_tags), None)
-            if hung is not None:
-                part = hung_task_phase(whole, hung.tag)
-                if part.in_tests_s <= TOGETHER_SHARE * limit:
-                    parts[hung.id] = part
+        else:
+            parts = hung_part(whole, tasks, limit)
         # A reference the run could not give a task (its own run did not end normally) is timed
         # with the task alone, as before; the figures the cache gave are handed on (self.kept).
         taken = {t.id: (parts[t.id], references.get(t.id), others) for t in tasks
@@ -736,7 +750,8 @@ class Grader:
         wall, in_tests = check.wall, check.in_tests
         verdicts: Dict[int, ComponentResult] = check.verdicts
         elapsed: Dict[int, float] = {}
-        codes = {task.id: self.code.of(lesson, task) if self.code else (skeleton.UNKNOWN, "") for task in lesson.tasks}
+        codes = {task.id: self.code.of(lesson, task) if self.code else (skeleton.UNKNOWN, "")
+                 for task in lesson.tasks}
         together = self._correctness_together(program, lesson, codes, wall, in_tests)
         for task in lesson.tasks:
             self._say(f"  {lesson.slug} task {task.id}: ")
@@ -776,8 +791,8 @@ class Grader:
         results = []
         with self.alone() if self.times_any(check) else nullcontext():
             timed_tasks = [task for task in lesson.tasks if self.times(task, verdicts[task.id])]
-            together = (self._timed_together(program, lesson, timed_tasks, wall, in_tests) if len(timed_tasks) > 1
-                        else {})
+            together = (self._timed_together(program, lesson, timed_tasks, wall, in_tests)
+                        if len(timed_tasks) > 1 else {})
             for task in lesson.tasks:
                 correctness = verdicts[task.id]
                 perf_phase = reference_phase = again = None

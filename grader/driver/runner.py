@@ -243,7 +243,7 @@ def hung_task_phase(whole: PhaseResult, tag: str) -> PhaseResult:
     test_limit_s) that is that task's, as its run alone would end: stopped at the limit in that
     test, with the GPU waits of its own tests and the one still open."""
     part = task_phase(whole, tag)
-    part.timed_out, part.timeout_s, part.test_over_limit = True, whole.timeout_s, True
+    part.timed_out = part.test_over_limit = True
     part.unfinished_test, part.unfinished_tags = whole.unfinished_test, list(whole.unfinished_tags)
     ours = {r.get("test") for r in part.records} | {whole.unfinished_test}
     part.wait_durations_s = [d for d, test in zip(whole.wait_durations_s, whole.wait_tests) if test in ours]
@@ -423,7 +423,8 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
     return result
 
 
-def _wait(process: subprocess.Popen, deadline: float, watch: Optional[_TestWatch], test_limit_s: float) -> Optional[bytes]:
+def _wait(process: subprocess.Popen, deadline: float, watch: Optional[_TestWatch],
+          test_limit_s: float) -> Optional[bytes]:
     """The program's output once it ends; None when it is still running at `deadline`, or (with
     a watch) once one of its tests has run longer than test_limit_s. communicate() called again
     after its timeout loses no output."""
