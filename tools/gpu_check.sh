@@ -31,6 +31,10 @@
 #                                       --per-gpu K, else ./grade-class chooses): every
 #                                       verdict as expected, and class.json's time (phases, the GPU's
 #                                       time alone, what the timing cache reused)
+#   tools/gpu_check.sh durations        each test's seconds (Catch2's --durations) in the solutions'
+#                                       programs: the timed tests (measuring their own yardsticks,
+#                                       as the reference does), and the correctness tests of the
+#                                       check of a pass under racecheck, at the sanitizer's sizes
 #   tools/gpu_check.sh summary          the short summary of everything run so far
 #
 # Stages can be combined in one call (tools/gpu_check.sh build tests summary). Logs collect in
@@ -208,6 +212,25 @@ for slug, w in sorted(walls.items()):
 PY
 }
 
+stage_durations() {
+  local program lesson sanitizer started
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for program in build/test/grade_0*__solutions; do
+    lesson=${program#build/test/grade_}; lesson=${lesson%__solutions}
+    started=$(date +%s.%N)
+    { echo "== $lesson [perf]"; "$program" "[perf]" --durations yes -r compact 2>&1
+      awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s wall\n", b - a }'; } >> "$logs/durations.log"
+    started=$(date +%s.%N)
+    { echo "== $lesson ~[perf] racecheck"
+      WORKBOOK_SANITIZE=1 "$sanitizer" --tool racecheck --error-exitcode 86 "$program" "~[perf]" --durations yes \
+        -r compact 2>&1
+      awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s wall\n", b - a }'; } >> "$logs/durations.log"
+  done
+  # The tests over a tenth of a second, and each program's wall time.
+  grep -E "^== |^[0-9]+\.[0-9]+ s: |s wall" "$logs/durations.log" |
+    awk '/^[0-9]+\.[0-9]+ s: / && $1 < 0.1 { next } { print }' | cut -c1-150 | tee -a "$logs/stages.txt"
+}
+
 stage_ncu() {
   local metrics ncu program test name started tries unknown
   ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
@@ -315,12 +338,13 @@ while [ $# -gt 0 ]; do
     sanitize) stage_sanitize ;;
     cost) stage_cost ;;
     ncu) stage_ncu ;;
+    durations) stage_durations ;;
     stats) stage_stats "${1:-100}"; shift ;;
     first-grade) stage_first_grade ;;
     class) stage_class "${1:-16}"; shift ;;
     rest) if [ -f "${1:-}" ]; then stage_rest "$1"; shift; else stage_rest "$logs/suite.log"; fi ;;
     summary) stage_summary ;;
-    *) echo "gpu_check.sh: unknown stage '$stage' (build, suite, rest, tests, e2e REGEX, sanitize, cost, ncu, stats N, first-grade, class N, summary)" >&2
+    *) echo "gpu_check.sh: unknown stage '$stage' (build, suite, rest, tests, e2e REGEX, sanitize, cost, ncu, durations, stats N, first-grade, class N, summary)" >&2
        exit 2 ;;
   esac
 done
