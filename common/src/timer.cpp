@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -32,23 +33,25 @@ TimingStats summarize_ms(std::vector<double> samples_ms) {
 
 double gigabytes_per_second(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0; }
 
-TimingStats time_on_device(const std::function<void(cudaStream_t)>& work, const TimingOptions& options) {
-  if (options.samples < 1) throw std::invalid_argument("time_on_device: samples must be at least 1");
+namespace {
+
+// The buffer time_on_device overwrites before each sample to flush L2 (empty without flush_l2).
+DeviceBuffer<unsigned char> l2_flush_buffer(bool flush_l2) {
+  if (!flush_l2) return {};
+  int device = 0, l2_bytes = 0;
+  WORKBOOK_CUDA_CHECK(cudaGetDevice(&device));
+  WORKBOOK_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+  return DeviceBuffer<unsigned char>(2 * static_cast<std::size_t>(std::max(l2_bytes, 1 << 20)));
+}
+
+// The warm-up, then the samples' times (ms), recorded back to back and read after one wait.
+std::vector<double> device_samples(const std::function<void(cudaStream_t)>& work, const TimingOptions& options,
+                                   DeviceBuffer<unsigned char>& flush) {
   const cudaStream_t stream = options.stream;
-
-  DeviceBuffer<unsigned char> flush;
-  if (options.flush_l2) {
-    int device = 0, l2_bytes = 0;
-    WORKBOOK_CUDA_CHECK(cudaGetDevice(&device));
-    WORKBOOK_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
-    flush = DeviceBuffer<unsigned char>(2 * static_cast<std::size_t>(std::max(l2_bytes, 1 << 20)));
-  }
-
   for (int i = 0; i < options.warmup; ++i) {
     work(stream);
     WORKBOOK_CHECK_LAUNCH();
   }
-
   std::vector<Event> starts(options.samples), stops(options.samples);
   for (int i = 0; i < options.samples; ++i) {
     if (options.flush_l2) WORKBOOK_CUDA_CHECK(cudaMemsetAsync(flush.data(), i & 0xFF, flush.bytes(), stream));
@@ -58,11 +61,37 @@ TimingStats time_on_device(const std::function<void(cudaStream_t)>& work, const 
     stops[i].record(stream);
   }
   stops.back().synchronize();
-
   std::vector<double> samples;
   samples.reserve(options.samples);
   for (int i = 0; i < options.samples; ++i) samples.push_back(elapsed_ms(starts[i], stops[i]));
-  return summarize_ms(std::move(samples));
+  return samples;
+}
+
+}  // namespace
+
+TimingStats time_on_device(const std::function<void(cudaStream_t)>& work, const TimingOptions& options) {
+  if (options.samples < 1) throw std::invalid_argument("time_on_device: samples must be at least 1");
+  DeviceBuffer<unsigned char> flush = l2_flush_buffer(options.flush_l2);
+  return summarize_ms(device_samples(work, options, flush));
+}
+
+bool median_known_within(std::vector<double> samples_ms, double precision) {
+  const std::size_t n = samples_ms.size();
+  if (n < 5 || !(precision > 0)) return false;
+  // The interval [x_(j), x_(n+1-j)] (1-based) misses the median with probability 2 P(B <= j - 1),
+  // B ~ Binomial(n, 1/2): the largest j whose interval still covers it with probability 0.9.
+  std::size_t j = 0;
+  double below = 0.0, term = std::pow(0.5, double(n));  // P(B = 0)
+  for (std::size_t k = 0; k < n / 2; ++k) {  // j = k + 1 misses with 2 P(B <= k)
+    below += term;
+    if (1.0 - 2.0 * below < 0.9) break;
+    j = k + 1;
+    term *= double(n - k) / double(k + 1);  // P(B = k + 1)
+  }
+  if (j == 0) return false;
+  std::sort(samples_ms.begin(), samples_ms.end());
+  const double median = summarize_ms(samples_ms).median_ms;
+  return median > 0 && samples_ms[n - j] - samples_ms[j - 1] <= 2.0 * precision * median;
 }
 
 TimingOptions timing_after_probe(double probe_ms, const MeasureOptions& options) {
@@ -73,7 +102,7 @@ TimingOptions timing_after_probe(double probe_ms, const MeasureOptions& options)
     timing.warmup = options.slow_warmup;
     timing.samples = std::min(options.slow_samples, options.samples);
   } else {
-    timing.warmup = options.warmup;
+    timing.warmup = options.precision > 0 && probe_ms >= 1.0 ? std::min(options.warmup, 1) : options.warmup;
     timing.samples = options.samples;
   }
   return timing;
@@ -104,7 +133,20 @@ TimingStats measure(const std::function<void(cudaStream_t)>& work, const Measure
   probe.stream = options.stream;
   const TimingStats first = time_on_device(work, probe);
   const TimingOptions timing = timing_after_probe(first.median_ms, options);
-  return timing.samples == 0 ? first : time_on_device(work, timing);
+  if (timing.samples == 0) return first;
+  if (!(options.precision > 0) || timing.samples <= options.min_samples) return time_on_device(work, timing);
+  // Batches of min_samples until the median is known well enough, or every sample is taken.
+  DeviceBuffer<unsigned char> flush = l2_flush_buffer(timing.flush_l2);
+  TimingOptions batch = timing;
+  std::vector<double> samples;
+  while (int(samples.size()) < timing.samples &&
+         (samples.empty() || !median_known_within(samples, options.precision))) {
+    batch.samples = std::min(std::max(options.min_samples, 1), timing.samples - int(samples.size()));
+    const std::vector<double> more = device_samples(work, batch, flush);
+    samples.insert(samples.end(), more.begin(), more.end());
+    batch.warmup = 0;
+  }
+  return summarize_ms(std::move(samples));
 }
 
 TimingStats time_on_host(const std::function<void()>& work, int warmup, int samples) {

@@ -20,6 +20,13 @@ __global__ void write_range(float* out, int first, int last, float value) {
 
 __global__ void spin_ns(unsigned ns) { __nanosleep(ns); }
 
+// Busy for \p cycles of the SM's clock: the same time on every run, unlike __nanosleep.
+__global__ void spin_cycles(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
 __global__ void empty_kernel() {}
 
 }  // namespace
@@ -115,6 +122,34 @@ TEST_CASE("the event timer measures device time and not launch time", "[gpu]") {
   CHECK(stats.median_ms < 5.0);
   CHECK(stats.min_ms <= stats.median_ms);
   CHECK(stats.median_ms <= stats.max_ms);
+}
+
+TEST_CASE("measure() with a precision stops at the first batch whose median is known well enough", "[gpu]") {
+  REQUIRE_GPU();
+  int runs = 0;
+  // About 2 ms at any clock from 1 to 2 GHz: a probe over a millisecond, so one warm-up run.
+  const auto spin = [&](cudaStream_t s) {
+    ++runs;
+    spin_cycles<<<1, 1, 0, s>>>(3000000);
+  };
+  workbook::MeasureOptions options;
+  options.warmup = 3;
+  options.samples = 20;
+  options.precision = 0.01;
+  const auto stats = workbook::measure(spin, options);
+  CHECK(stats.samples == 5);  // a busy loop takes the same time on every run
+  CHECK(runs == 1 + 1 + 5);   // the probe, one warm-up run, one batch
+  CHECK(stats.median_ms > 0.5);
+  // A precision no timing reaches: every sample, in batches.
+  runs = 0;
+  options.precision = 1e-12;
+  CHECK(workbook::measure(spin, options).samples == 20);
+  CHECK(runs == 1 + 1 + 20);
+  // Without one: the warm-up and samples asked for.
+  runs = 0;
+  options.precision = 0;
+  CHECK(workbook::measure(spin, options).samples == 20);
+  CHECK(runs == 1 + 3 + 20);
 }
 
 TEST_CASE("device facts are plausible and the measured copy bandwidth is below the theoretical peak", "[gpu]") {

@@ -79,3 +79,33 @@ TEST_CASE("host timing takes the warm-up untimed and the samples timed", "[timer
   CHECK(stats.min_ms >= 0.0);
   CHECK_THROWS_AS(workbook::time_on_host([] {}, 0, 0), std::invalid_argument);
 }
+
+TEST_CASE("the median is known once the order statistics around it are close enough", "[timer]") {
+  // Five samples: the interval is [min, max] (it covers the median with probability 0.94).
+  CHECK(workbook::median_known_within({1.0, 1.0, 1.0, 1.0, 1.0}, 0.001));
+  CHECK(workbook::median_known_within({0.875, 1.125, 1.0, 0.9375, 1.0625}, 0.125));
+  CHECK_FALSE(workbook::median_known_within({0.875, 1.125, 1.0, 0.9375, 1.0625}, 0.12));
+  // Fewer than five samples never do, nor a precision of zero.
+  CHECK_FALSE(workbook::median_known_within({1.0, 1.0, 1.0, 1.0}, 0.5));
+  CHECK_FALSE(workbook::median_known_within({1.0, 1.0, 1.0, 1.0, 1.0}, 0.0));
+  CHECK_FALSE(workbook::median_known_within({}, 0.01));
+  // One slow sample among five widens the interval; among ten, the interval is [x(2), x(9)] and
+  // one at each end does not count, two do.
+  CHECK_FALSE(workbook::median_known_within({1.0, 1.0, 1.0, 1.0, 3.0}, 0.01));
+  CHECK(workbook::median_known_within({0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0}, 0.01));
+  CHECK_FALSE(workbook::median_known_within({1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0, 3.0}, 0.01));
+}
+
+TEST_CASE("with a precision, a probe of a millisecond or more is followed by one warm-up run", "[timer]") {
+  workbook::MeasureOptions options;
+  options.warmup = 4;
+  options.samples = 25;
+  CHECK(workbook::timing_after_probe(2.0, options).warmup == 4);  // without a precision, the warm-up asked for
+  options.precision = 0.01;
+  CHECK(workbook::timing_after_probe(2.0, options).warmup == 1);
+  CHECK(workbook::timing_after_probe(1.0, options).warmup == 1);
+  CHECK(workbook::timing_after_probe(0.5, options).warmup == 4);  // short work: clocks and caches need more
+  CHECK(workbook::timing_after_probe(2.0, options).samples == 25);  // the most it may take
+  options.warmup = 0;
+  CHECK(workbook::timing_after_probe(2.0, options).warmup == 0);
+}

@@ -295,6 +295,9 @@ class LessonCheck:
     in_tests: Dict[str, float] = field(default_factory=lambda: {"correctness": 0.0, "performance": 0.0,
                                                                 "reference": 0.0})
     seconds: float = 0.0
+    # Tasks whose correctness tests compare timings (the manifest's correctness_timed): checked
+    # in the hold of the GPU alone with the timed phases (Grader.time_lesson), not before it.
+    deferred: list = field(default_factory=list)
 
 
 class Grader:
@@ -363,10 +366,15 @@ class Grader:
         timeout = self.args.timeout or lesson.timeout_s
         return timeout * SANITIZER_SLOWDOWN if self.args.sanitize else timeout
 
+    def _shared(self):
+        """The GPU shared with other gradings (the lock, shared); inside a hold of the GPU alone
+        (self.alone), that hold: the checks of a task whose tests compare timings run there."""
+        return nullcontext() if self._hold is not None else self.gpu.shared()
+
     def _correctness(self, program: str, lesson: Lesson, task) -> PhaseResult:
         # Side by side with other gradings, unless its checks compare timings (the manifest says).
         timed = task.correctness_timed and not self.args.sanitize
-        with self.gpu.exclusive() if timed else self.gpu.shared():
+        with self.alone() if timed else self._shared():
             return self._correctness_phase(program, lesson, task)
 
     def _correctness_phase(self, program: str, lesson: Lesson, task) -> PhaseResult:
@@ -398,7 +406,7 @@ class Grader:
             return {}
         limit = self._timeout(lesson)
         spec = ",".join(f"[{t.tag}]~[perf]" for t in tasks)
-        with self.gpu.shared():
+        with self._shared():
             whole = run_phase(program, spec, seed=self.seed, timeout_s=limit * len(tasks), env=self.env,
                               test_limit_s=limit)
         wall["correctness"] += whole.elapsed_s
@@ -429,7 +437,7 @@ class Grader:
 
     def _check_run(self, program: str, lesson: Lesson, tasks: list, tool: str, elapsed_s: float) -> SanitizerRun:
         """One compute-sanitizer process over the correctness tests of `tasks`, in sanitizer mode."""
-        with self.gpu.shared():
+        with self._shared():
             return self._sanitized(program, lesson, tasks, tool, elapsed_s)
 
     def _sanitized(self, program: str, lesson: Lesson, tasks: list, tool: str, elapsed_s: float) -> SanitizerRun:
@@ -444,7 +452,7 @@ class Grader:
         """One compute-sanitizer process per (tool, tasks) of `batches`, all at once: the tools are
         independent processes, and each leaves the GPU idle most of its time (it instruments on the
         CPU), so side by side they take about as long as the slowest alone."""
-        with self.gpu.shared():
+        with self._shared():
             return side_by_side([partial(self._sanitized, program, lesson, tasks, tool,
                                          sum(elapsed[t.id] for t in tasks)) for tool, tasks in batches],
                                 workers=min(len(batches), os.cpu_count() or 1))
@@ -727,15 +735,17 @@ class Grader:
                     and not self.args.no_timing)
 
     def times_any(self, check: "LessonCheck") -> bool:
-        """Whether any task of a checked lesson is timed (and so needs the GPU alone)."""
-        return any(self.times(task, check.verdicts[task.id]) for task in check.lesson.tasks)
+        """Whether any task of a checked lesson is timed (and so needs the GPU alone); of the tasks
+        checked so far (not those deferred to the hold alone, check_lesson)."""
+        return any(self.times(task, check.verdicts[task.id]) for task in check.lesson.tasks
+                   if task.id in check.verdicts)
 
     def grade_lessons(self, work: List[Tuple[Lesson, Optional[str], Optional[LessonResult]]]) -> List[LessonResult]:
         """Grades each (lesson, program) of `work`, or takes the result already given for it (a
         lesson that cannot be graded): every lesson's correctness first, side by side with other
         gradings, then every timed phase in one hold alone on the GPU (self.alone)."""
         checked = [(given, None if given else self.check_lesson(lesson, program)) for lesson, program, given in work]
-        with self.alone() if any(c and self.times_any(c) for _, c in checked) else nullcontext():
+        with self.alone() if any(c and (self.times_any(c) or c.deferred) for _, c in checked) else nullcontext():
             return [given or self.time_lesson(check) for given, check in checked]
 
     def grade_lesson(self, lesson: Lesson, program: str) -> LessonResult:
@@ -744,16 +754,27 @@ class Grader:
 
     def check_lesson(self, lesson: Lesson, program: str) -> "LessonCheck":
         """A lesson's correctness: every task's tests, the check of its passes under compute-sanitizer,
-        and racecheck for results that differ between runs."""
+        and racecheck for results that differ between runs. A task whose tests compare timings
+        (correctness_timed) is left for the hold of the GPU alone (time_lesson): checked here, it
+        would take a hold of its own, and every other grading on the GPU would wait for it twice."""
         check = LessonCheck(lesson, program)
         started = time.monotonic()
+        check.deferred = [t for t in lesson.tasks if t.correctness_timed and not self.args.sanitize]
+        self._check_tasks(check, [t for t in lesson.tasks if t not in check.deferred], side_by_side=True)
+        check.seconds = time.monotonic() - started
+        return check
+
+    def _check_tasks(self, check: "LessonCheck", tasks: list, side_by_side: bool) -> None:
+        """check_lesson's steps for `tasks` of its lesson, their verdicts into `check`; with
+        `side_by_side`, the tasks that share the GPU first in one process (_correctness_together)."""
+        lesson, program = check.lesson, check.program
         wall, in_tests = check.wall, check.in_tests
         verdicts: Dict[int, ComponentResult] = check.verdicts
         elapsed: Dict[int, float] = {}
         codes = {task.id: self.code.of(lesson, task) if self.code else (skeleton.UNKNOWN, "")
                  for task in lesson.tasks}
-        together = self._correctness_together(program, lesson, codes, wall, in_tests)
-        for task in lesson.tasks:
+        together = self._correctness_together(program, lesson, codes, wall, in_tests) if side_by_side else {}
+        for task in tasks:
             self._say(f"  {lesson.slug} task {task.id}: ")
             phase = together.get(task.id)
             if phase is None:
@@ -765,7 +786,7 @@ class Grader:
             self._say(f"correctness {STATUS_LABELS[verdicts[task.id].status]}")
             self._end_line()
 
-        passed = [t for t in lesson.tasks if verdicts[t.id].passed]
+        passed = [t for t in tasks if verdicts[t.id].passed]
         if self.check_passes and passed:
             outcomes = self._sanitizer_check(program, lesson, passed, elapsed, wall)
             for task in passed:
@@ -776,12 +797,10 @@ class Grader:
                           f"({verdicts[task.id].summary})", flush=True)
 
         if not self.args.sanitize:
-            for task in lesson.tasks:
+            for task in tasks:
                 if races.results_differ(verdicts[task.id]):
                     verdicts[task.id] = self._results_differ(program, lesson, task, verdicts[task.id],
                                                              elapsed[task.id], wall)
-        check.seconds = time.monotonic() - started
-        return check
 
     def time_lesson(self, check: "LessonCheck") -> LessonResult:
         """A checked lesson's timed phases, in a hold alone on the GPU (the caller's, or one of its
@@ -789,7 +808,9 @@ class Grader:
         lesson, program, verdicts, wall, in_tests = check.lesson, check.program, check.verdicts, check.wall, check.in_tests
         started = time.monotonic()
         results = []
-        with self.alone() if self.times_any(check) else nullcontext():
+        with self.alone() if self.times_any(check) or check.deferred else nullcontext():
+            if check.deferred:  # their tests compare timings: checked here, alone on the GPU
+                self._check_tasks(check, check.deferred, side_by_side=False)
             timed_tasks = [task for task in lesson.tasks if self.times(task, verdicts[task.id])]
             together = (self._timed_together(program, lesson, timed_tasks, wall, in_tests)
                         if len(timed_tasks) > 1 else {})

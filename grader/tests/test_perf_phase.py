@@ -397,11 +397,19 @@ class GraderPerformanceTest(unittest.TestCase):
             with grader.alone() as hold:  # a new hold, not the broken one's
                 self.assertEqual((grader.gpu.held, hold.seen), ("EX", []))
 
-    def test_correctness_that_compares_timings_is_exclusive_too(self):
+    def test_correctness_that_compares_timings_is_checked_in_the_hold_alone(self):
         timed_lesson = lesson()
         timed_lesson.tasks[0].correctness_timed = True
-        self.grade(0.70, the_lesson=timed_lesson)
-        self.assertEqual([held for _, spec, held in self.runs if "~[perf]" in spec], ["EX", "SH"])
+        log = Path(self.tmp.name) / "locks.log"
+        with mock.patch.dict(os.environ, {"WORKBOOK_LOCK_LOG": str(log)}):
+            self.grade(0.70, the_lesson=timed_lesson)
+        # Task 2's correctness beside other gradings; then, in one hold of the GPU alone, task 1's
+        # correctness and its timing: the other gradings wait for this one once, not twice.
+        self.assertEqual([(spec, held) for _, spec, held in self.runs],
+                         [("[task_2]~[perf]", "SH"), ("[task_1]~[perf]", "EX"), ("[task_1][perf]", "EX"),
+                          ("[task_1][perf]", "EX")])
+        self.assertEqual([line.split()[:2] for line in log.read_text().splitlines()],
+                         [["acquire", "SH"], ["release", "SH"], ["acquire", "EX"], ["release", "EX"]])
 
     def test_with_a_timing_cache_the_reference_is_timed_once_and_its_figure_reused(self):
         self.on_the_gpu = []  # nothing else on the GPU

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import sys
 import stat
 import tempfile
 import threading
@@ -498,6 +499,32 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
         self.assertEqual(kinds, ["plain", "plain", "check", "check"])  # task 2 failed: nothing timed
         self.assertIn("04_reduction passes under compute-sanitizer: memcheck clean (5 s); racecheck clean (5 s)",
                       self.output)
+
+    def test_a_task_whose_tests_compare_timings_is_checked_in_the_hold_alone_with_its_timing(self):
+        def behave(call):
+            call["held"] = next(iter(gpu_lock._held.values()), None)
+            if call["perf"]:
+                result = passing(*call["tasks"], elapsed_s=3.0)
+                result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
+                return result
+            return correctness_of(call) if not call["tool"] else passing(*call["tasks"], elapsed_s=5.0)
+        lesson = the_lesson()
+        lesson.tasks[1].correctness_timed = True
+        log = self.dir / "locks.log"
+        with mock.patch.object(sys.modules[__name__], "the_lesson", return_value=lesson), \
+                mock.patch.dict(os.environ, {gpu_lock.LOCK_LOG_ENV: str(log)}):
+            result = self.grade(behave)
+        # Tasks 1 and 3 and their check beside other gradings; task 2's tests, its check and its
+        # timing in one hold of the GPU alone, after them.
+        runs = [(c["tool"] or ("perf" if c["perf"] else "plain"), c["tasks"], c["held"]) for c in self.runs.calls]
+        self.assertEqual(runs[:1] + sorted(runs[1:3]) + runs[3:],  # the check's tools side by side: any order
+                         [("plain", [1, 3], "SH"), ("memcheck", [1, 3], "SH"), ("racecheck", [1], "SH"),
+                          ("plain", [2], "EX"), ("memcheck", [2], "EX"), ("perf", [2], "EX")])
+        self.assertEqual([line.split()[:2] for line in log.read_text().splitlines()],
+                         [["acquire", "SH"], ["release", "SH"]] * 2 + [["acquire", "EX"], ["release", "EX"]])
+        verdicts = self.verdicts(result)
+        self.assertEqual(verdicts[2].summary, "correct, confirmed by memcheck")
+        self.assertEqual(result.tasks[1].performance.status, scoring.PASSED)
 
     def test_the_tools_run_side_by_side_and_a_finding_is_the_first_tools(self):
         both_running = threading.Barrier(2, timeout=10)  # breaks unless memcheck and racecheck overlap
