@@ -2,6 +2,7 @@
 #include "workbook/random.hpp"
 
 #include "workbook/cuda_check.hpp"
+#include "workbook/parallel.hpp"
 
 #include <random>
 
@@ -19,7 +20,9 @@ __global__ void fill_random_kernel(float* out, std::size_t n, std::uint64_t seed
 
 std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float lo, float hi) {
   std::vector<float> values(n);
-  for (std::size_t i = 0; i < n; ++i) values[i] = random_uniform(seed, i, lo, hi);
+  parallel_for(n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) values[i] = random_uniform(seed, i, lo, hi);
+  });
   return values;
 }
 

@@ -46,6 +46,11 @@ CHECK_START_S = 60
 # A lesson's correctness tests run in one process (Grader._correctness_together); a task whose tests
 # took more than this share of its time limit there is run alone, where the program's start counts too.
 TOGETHER_SHARE = 0.5
+# A tool's check of several tasks whose plain correctness tests took this many seconds together or
+# more runs as one process per task, side by side (Grader._sanitizer_check): on an H100, racecheck
+# over lesson 04's three tasks took 12.7 s in one process, the longest of its tasks 5.2 s, and
+# every other grading's timed phase waits for the longest correctness-side process to end.
+SPLIT_CHECK_S = 5.0
 
 
 def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
@@ -460,17 +465,22 @@ class Grader:
     def _sanitizer_check(self, program: str, lesson: Lesson, passed: list, elapsed: Dict[int, float],
                          wall: Dict[str, float]) -> Dict[int, List[ToolOutcome]]:
         """Checks the passes of `passed` tasks under their tools (the manifest's "sanitizers"), one
-        process per tool for all the tasks that name it, the tools side by side. A process that ran
-        to its end without a finding judges each task by that task's own records. One that found an
-        error, or stopped early (a crash in one task's tests leaves the later ones unrun), is run
-        again task by task, so that a task is failed only by its own tests; one that ran out of time
-        is not (it would again), and leaves its tasks unconfirmed. A task with a finding is judged
+        process per tool for all the tasks that name it (one per task where their correctness took
+        SPLIT_CHECK_S or more), all side by side. A process that ran to its end without a finding
+        judges each task by that task's own records. One of several tasks that found an error, or
+        stopped early (a crash in one task's tests leaves the later ones unrun), is run again task
+        by task, so that a task is failed only by its own tests; one that ran out of time is not (it
+        would again), and leaves its tasks unconfirmed. A task with a finding is judged
         by the first tool, in the manifest's order, that found one: the tools after it do not count."""
         outcomes: Dict[int, List[ToolOutcome]] = {t.id: [] for t in passed}
         tools: List[str] = []  # in the manifest's order, each once
         for task in passed:
             tools += [tool for tool in task.sanitizers if tool not in tools]
-        batches = [(tool, [t for t in passed if tool in t.sanitizers]) for tool in tools]
+        batches = []
+        for tool in tools:
+            tasks = [t for t in passed if tool in t.sanitizers]
+            long = sum(elapsed[t.id] for t in tasks) >= SPLIT_CHECK_S
+            batches += [(tool, [t]) for t in tasks] if long else [(tool, tasks)]
         self._say(f"  {lesson.slug} passes under compute-sanitizer:")
         runs = self._check_runs_side_by_side(program, lesson, batches, elapsed)
         wall["sanitizer_check"] += max((run.phase.elapsed_s for run in runs), default=0.0)  # side by side
@@ -482,6 +492,8 @@ class Grader:
                 continue
             self._say(separator)
             separator = ";"
+            split = sum(1 for other, _ in batches if other == tool) > 1  # one process per task
+            name = f"{tool} task {everyone[0].id}" if split else tool
             # Each task's own records decide, unless the sanitizer found something (whose tests?) or
             # the program stopped early (a crash in one task's tests leaves the later ones unrun).
             if len(everyone) == 1 or (not run.found and (run.phase.timed_out or run.phase.run_completed)):
@@ -489,9 +501,9 @@ class Grader:
                     outcomes[t.id].append(sanitizer_outcome(t, run))
                 words = {self._word(outcomes[t.id][-1]) for t in batch}
                 if run.phase.timed_out and not run.found:
-                    self._say(f" {tool} did not finish within {run.limit_s:.0f} s")
+                    self._say(f" {name} did not finish within {run.limit_s:.0f} s")
                 elif len(words) == 1:
-                    self._say(f" {tool} {words.pop()} ({run.phase.elapsed_s:.0f} s)")
+                    self._say(f" {name} {words.pop()} ({run.phase.elapsed_s:.0f} s)")
                 else:
                     self._say(f" {tool}: " + ", ".join(f"task {t.id} {self._word(outcomes[t.id][-1])}"
                                                         for t in batch))

@@ -436,8 +436,12 @@ class GradingHarness:
         self.env = mock.patch.dict(os.environ, {gpu_lock.LOCK_DIR_ENV: self.tmp.name,
                                                 "PATH": str(self.dir / "empty")})
         self.env.start()
+        # One check process per tool, however long the tasks took (the split has a test of its own).
+        self.split = mock.patch.object(cli, "SPLIT_CHECK_S", float("inf"))
+        self.split.start()
 
     def tearDown(self):
+        self.split.stop()
         self.env.stop()
         self.tmp.cleanup()
 
@@ -525,6 +529,28 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
         verdicts = self.verdicts(result)
         self.assertEqual(verdicts[2].summary, "correct, confirmed by memcheck")
         self.assertEqual(result.tasks[1].performance.status, scoring.PASSED)
+
+    def test_a_long_check_runs_one_process_per_task_side_by_side(self):
+        def behave(call):
+            if call["perf"]:
+                result = passing(*call["tasks"], elapsed_s=3.0)
+                result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
+                return result
+            if not call["tool"]:
+                return correctness_of(call)
+            if call["tool"] == "memcheck" and call["tasks"] == [3]:
+                return sanitized(passing(3, returncode=86, elapsed_s=2.0), MEMCHECK_STREAM_ORDERED)
+            return passing(*call["tasks"], elapsed_s=5.0)
+        with mock.patch.object(cli, "SPLIT_CHECK_S", 3.0):  # tasks 1 and 3 took 2 s each
+            result = self.grade(behave)
+        # memcheck's three tasks (6 s together) one process each; racecheck's one task (2 s) as it was.
+        self.assertEqual(self.runs.checks(side_by_side=4),
+                         [("memcheck", [1]), ("memcheck", [2]), ("memcheck", [3]), ("racecheck", [1])])
+        self.assertEqual([c["timeout_s"] for c in self.runs.calls if c["tool"]], [60 + 20 * 2.0] * 4)
+        verdicts = self.verdicts(result)
+        self.assertEqual(verdicts[1].summary, "correct, confirmed by memcheck and racecheck")
+        self.assertEqual(verdicts[3].status, scoring.FAILED)  # its own process's finding: not run again
+        self.assertIn("memcheck task 1 clean (5 s); memcheck task 2 clean (5 s); memcheck task 3 ", self.output)
 
     def test_the_tools_run_side_by_side_and_a_finding_is_the_first_tools(self):
         both_running = threading.Barrier(2, timeout=10)  # breaks unless memcheck and racecheck overlap

@@ -7,6 +7,7 @@
 #include "workbook/device_buffer.hpp"
 #include "workbook/device_info.hpp"
 #include "workbook/guarded_array.hpp"
+#include "workbook/parallel.hpp"
 #include "workbook/random.hpp"
 #include "workbook/startup_environment.hpp"
 #include "workbook/stream.hpp"

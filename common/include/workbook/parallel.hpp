@@ -1,0 +1,19 @@
+/// \file
+/// A loop over [0, n) on every core of the host: for the grader's own large inputs and
+/// reference results (millions of elements), which would otherwise keep the GPU waiting, alone,
+/// while one core makes them.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace workbook {
+
+/// Calls \p body(begin, end) on contiguous ranges that cover [0, n) once, at most one range per
+/// hardware thread and none shorter than \p grain elements, on threads of its own (on the caller's
+/// alone when one range covers it). Returns when every range is done; an exception a range
+/// throws is rethrown here (the first one, after all ranges have ended). Host-only.
+void parallel_for(std::size_t n, const std::function<void(std::size_t begin, std::size_t end)>& body,
+                  std::size_t grain = std::size_t(1) << 18);
+
+}  // namespace workbook
