@@ -102,7 +102,7 @@ TimingOptions timing_after_probe(double probe_ms, const MeasureOptions& options)
     timing.warmup = options.slow_warmup;
     timing.samples = std::min(options.slow_samples, options.samples);
   } else {
-    timing.warmup = options.precision > 0 && probe_ms >= 1.0 ? std::min(options.warmup, 1) : options.warmup;
+    timing.warmup = options.precision > 0 && probe_ms >= kLongProbeMs ? std::min(options.warmup, 1) : options.warmup;
     timing.samples = options.samples;
   }
   return timing;
@@ -134,7 +134,11 @@ TimingStats measure(const std::function<void(cudaStream_t)>& work, const Measure
   const TimingStats first = time_on_device(work, probe);
   const TimingOptions timing = timing_after_probe(first.median_ms, options);
   if (timing.samples == 0) return first;
-  if (!(options.precision > 0) || timing.samples <= options.min_samples) return time_on_device(work, timing);
+  // Short work takes every sample: they cost little, and its first samples run on clocks still
+  // rising (lesson 04's 0.1 ms reductions, stopped at five, fell below CUB and were timed again).
+  if (!(options.precision > 0) || first.median_ms < kLongProbeMs || timing.samples <= options.min_samples) {
+    return time_on_device(work, timing);
+  }
   // Batches of min_samples until the median is known well enough, or every sample is taken.
   DeviceBuffer<unsigned char> flush = l2_flush_buffer(timing.flush_l2);
   TimingOptions batch = timing;

@@ -150,6 +150,17 @@ TEST_CASE("measure() with a precision stops at the first batch whose median is k
   options.precision = 0;
   CHECK(workbook::measure(spin, options).samples == 20);
   CHECK(runs == 1 + 3 + 20);
+  // Short work (a probe under a millisecond: about 0.1 ms) takes them all, precision or not.
+  runs = 0;
+  options.precision = 0.01;
+  const auto short_stats = workbook::measure(
+      [&](cudaStream_t s) {
+        ++runs;
+        spin_cycles<<<1, 1, 0, s>>>(150000);
+      },
+      options);
+  CHECK(short_stats.samples == 20);
+  CHECK(runs == 1 + 3 + 20);
 }
 
 TEST_CASE("device facts are plausible and the measured copy bandwidth is below the theoretical peak", "[gpu]") {

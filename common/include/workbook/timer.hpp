@@ -21,6 +21,9 @@ struct TimingStats {
   int samples = 0;       ///< how many samples were taken
 };
 
+/// The probe's time from which measure() samples only as long as MeasureOptions::precision needs.
+constexpr double kLongProbeMs = 1.0;
+
 /// Median, minimum and maximum of \p samples_ms (host-only; empty input gives zeros).
 TimingStats summarize_ms(std::vector<double> samples_ms);
 
@@ -51,10 +54,11 @@ struct MeasureOptions {
   /// alone, between cudaProfilerStart and cudaProfilerStop (the range Nsight Compute profiles
   /// with --profile-from-start off).
   bool profiled = false;
-  /// Stop sampling once the median is known to this fraction of itself (median_known_within);
-  /// 0: take every sample. The samples are taken in batches of min_samples, up to `samples`, and
-  /// after a probe of a millisecond or more one warm-up run stands for all of `warmup`: the probe
-  /// paid the first launch's costs, and a run that long leaves the clocks up for the next.
+  /// For work whose probe took kLongProbeMs or more: stop sampling once the median is known to
+  /// this fraction of itself (median_known_within), the samples taken in batches of min_samples up
+  /// to `samples`; and one warm-up run stands for all of `warmup` (the probe paid the first
+  /// launch's costs, and a run that long leaves the clocks up for the next). 0: every sample.
+  /// Shorter work takes the warm-up and every sample: they cost little.
   double precision = 0.0;
   int min_samples = 5;  ///< with precision: the fewest samples, and the batch they come in
 };
