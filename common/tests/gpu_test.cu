@@ -135,17 +135,25 @@ TEST_CASE("measure() with a precision stops at the first batch whose median is k
   workbook::MeasureOptions options;
   options.warmup = 3;
   options.samples = 20;
-  options.precision = 0.01;
-  const auto stats = workbook::measure(spin, options);
-  CHECK(stats.samples == 5);  // a busy loop takes the same time on every run
-  CHECK(runs == 1 + 1 + 5);   // the probe, one warm-up run, one batch
+  options.precision = 0.5;  // five samples of a busy loop are always within half their median
+  auto stats = workbook::measure(spin, options);
+  CHECK(stats.samples == 5);
+  CHECK(runs == 1 + 1 + 5);  // the probe, one warm-up run, one batch
   CHECK(stats.median_ms > 0.5);
-  // A precision no timing reaches: every sample, in batches.
+  // 1%: in batches of five, as many as the clocks' steadiness needs.
   runs = 0;
-  options.precision = 1e-12;
-  CHECK(workbook::measure(spin, options).samples == 20);
+  options.precision = 0.01;
+  stats = workbook::measure(spin, options);
+  CHECK(stats.samples % 5 == 0);
+  CHECK(runs == 1 + 1 + stats.samples);
+  // Runs of 2 and 3 ms by turns: a median never known to 1%, so every sample.
+  runs = 0;
+  const auto uneven = [&](cudaStream_t s) {
+    spin_cycles<<<1, 1, 0, s>>>(runs++ % 2 == 0 ? 3000000 : 4500000);
+  };
+  CHECK(workbook::measure(uneven, options).samples == 20);
   CHECK(runs == 1 + 1 + 20);
-  // Without one: the warm-up and samples asked for.
+  // Without a precision: the warm-up and samples asked for.
   runs = 0;
   options.precision = 0;
   CHECK(workbook::measure(spin, options).samples == 20);
@@ -161,6 +169,13 @@ TEST_CASE("measure() with a precision stops at the first batch whose median is k
       options);
   CHECK(short_stats.samples == 20);
   CHECK(runs == 1 + 3 + 20);
+  // Short work whose probe was long (a first call's costs): timed as short work, after one batch.
+  runs = 0;
+  const auto slow_first = [&](cudaStream_t s) {
+    spin_cycles<<<1, 1, 0, s>>>(runs++ == 0 ? 6000000 : 150000);
+  };
+  CHECK(workbook::measure(slow_first, options).samples == 20);
+  CHECK(runs == 1 + 1 + 5 + 3 + 20);
 }
 
 TEST_CASE("device facts are plausible and the measured copy bandwidth is below the theoretical peak", "[gpu]") {

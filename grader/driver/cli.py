@@ -46,11 +46,14 @@ CHECK_START_S = 60
 # A lesson's correctness tests run in one process (Grader._correctness_together); a task whose tests
 # took more than this share of its time limit there is run alone, where the program's start counts too.
 TOGETHER_SHARE = 0.5
-# A tool's check of several tasks whose plain correctness tests took this many seconds together or
-# more runs as one process per task, side by side (Grader._sanitizer_check): on an H100, racecheck
-# over lesson 04's three tasks took 12.7 s in one process, the longest of its tasks 5.2 s, and
-# every other grading's timed phase waits for the longest correctness-side process to end.
+# The check of several tasks under one of SPLIT_TOOLS, whose plain correctness tests took
+# SPLIT_CHECK_S or more together, runs as one process per task, side by side, where the machine has
+# a core for each process (Grader._sanitizer_check). Racecheck instruments every shared-memory
+# access and is by far the slowest: on an H100 it took 12.7 s over lesson 04's three tasks in one
+# process, the longest task 5.2 s, beside memcheck's 4 s and synccheck's 2 s; and every other
+# grading's timed phase waits for the longest correctness-side process to end.
 SPLIT_CHECK_S = 5.0
+SPLIT_TOOLS = ("racecheck",)
 
 
 def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
@@ -300,9 +303,12 @@ class LessonCheck:
     in_tests: Dict[str, float] = field(default_factory=lambda: {"correctness": 0.0, "performance": 0.0,
                                                                 "reference": 0.0})
     seconds: float = 0.0
-    # Tasks whose correctness tests compare timings (the manifest's correctness_timed): checked
-    # in the hold of the GPU alone with the timed phases (Grader.time_lesson), not before it.
+    # Tasks whose correctness tests compare timings (the manifest's correctness_timed): their
+    # plain tests run in the hold of the GPU alone with the timed phases (Grader.time_lesson), not
+    # before it; the check of their pass under compute-sanitizer, which times nothing, runs before
+    # the hold with the other tasks' (`early`: its outcomes, used if the plain tests then pass).
     deferred: list = field(default_factory=list)
+    early: Dict[int, list] = field(default_factory=dict)
 
 
 class Grader:
@@ -376,10 +382,14 @@ class Grader:
         (self.alone), that hold: the checks of a task whose tests compare timings run there."""
         return nullcontext() if self._hold is not None else self.gpu.shared()
 
+    def _compares_timings(self, task) -> bool:
+        """Whether a task's correctness tests compare timings (the manifest's correctness_timed) in
+        this run, and so need the GPU alone: not under --sanitize, where they time nothing."""
+        return task.correctness_timed and not self.args.sanitize
+
     def _correctness(self, program: str, lesson: Lesson, task) -> PhaseResult:
         # Side by side with other gradings, unless its checks compare timings (the manifest says).
-        timed = task.correctness_timed and not self.args.sanitize
-        with self.alone() if timed else self._shared():
+        with self.alone() if self._compares_timings(task) else self._shared():
             return self._correctness_phase(program, lesson, task)
 
     def _correctness_phase(self, program: str, lesson: Lesson, task) -> PhaseResult:
@@ -406,7 +416,7 @@ class Grader:
         process can decide its verdict. Each test may take the task's time limit (run_phase's
         test_limit_s), the whole run that many times its tasks; a test stopped there times its task
         out as alone (hung_task_phase), and the other tasks run alone."""
-        tasks = [t for t in lesson.tasks if not (t.correctness_timed and not self.args.sanitize)]
+        tasks = [t for t in lesson.tasks if not self._compares_timings(t)]
         if self.args.sanitize or len(tasks) < 2:
             return {}
         limit = self._timeout(lesson)
@@ -465,10 +475,10 @@ class Grader:
     def _sanitizer_check(self, program: str, lesson: Lesson, passed: list, elapsed: Dict[int, float],
                          wall: Dict[str, float]) -> Dict[int, List[ToolOutcome]]:
         """Checks the passes of `passed` tasks under their tools (the manifest's "sanitizers"), one
-        process per tool for all the tasks that name it (one per task where their correctness took
-        SPLIT_CHECK_S or more), all side by side. A process that ran to its end without a finding
-        judges each task by that task's own records. One of several tasks that found an error, or
-        stopped early (a crash in one task's tests leaves the later ones unrun), is run again task
+        process per tool for all the tasks that name it (racecheck one per task where their
+        correctness took SPLIT_CHECK_S or more), all side by side. A process that ran to its end
+        without a finding judges each task by that task's own records. A process of several tasks
+        that found an error, or stopped early (a crash in one task's tests leaves the later ones unrun), is run again task
         by task, so that a task is failed only by its own tests; one that ran out of time is not (it
         would again), and leaves its tasks unconfirmed. A task with a finding is judged
         by the first tool, in the manifest's order, that found one: the tools after it do not count."""
@@ -479,8 +489,9 @@ class Grader:
         batches = []
         for tool in tools:
             tasks = [t for t in passed if tool in t.sanitizers]
-            long = sum(elapsed[t.id] for t in tasks) >= SPLIT_CHECK_S
-            batches += [(tool, [t]) for t in tasks] if long else [(tool, tasks)]
+            split = (tool in SPLIT_TOOLS and sum(elapsed[t.id] for t in tasks) >= SPLIT_CHECK_S
+                     and len(tools) - 1 + len(tasks) <= (os.cpu_count() or 1))
+            batches += [(tool, [t]) for t in tasks] if split else [(tool, tasks)]
         self._say(f"  {lesson.slug} passes under compute-sanitizer:")
         runs = self._check_runs_side_by_side(program, lesson, batches, elapsed)
         wall["sanitizer_check"] += max((run.phase.elapsed_s for run in runs), default=0.0)  # side by side
@@ -766,12 +777,14 @@ class Grader:
 
     def check_lesson(self, lesson: Lesson, program: str) -> "LessonCheck":
         """A lesson's correctness: every task's tests, the check of its passes under compute-sanitizer,
-        and racecheck for results that differ between runs. A task whose tests compare timings
-        (correctness_timed) is left for the hold of the GPU alone (time_lesson): checked here, it
-        would take a hold of its own, and every other grading on the GPU would wait for it twice."""
+        and racecheck for results that differ between runs. The plain tests of a task that compare
+        timings (correctness_timed) are left for the hold of the GPU alone (time_lesson): run here,
+        they would take a hold of their own, and every other grading on the GPU would wait for this
+        one twice. Its check under compute-sanitizer runs here with the others' (LessonCheck.early);
+        a racecheck follow-up of its results, rare, in that hold."""
         check = LessonCheck(lesson, program)
         started = time.monotonic()
-        check.deferred = [t for t in lesson.tasks if t.correctness_timed and not self.args.sanitize]
+        check.deferred = [t for t in lesson.tasks if self._compares_timings(t)]
         self._check_tasks(check, [t for t in lesson.tasks if t not in check.deferred], side_by_side=True)
         check.seconds = time.monotonic() - started
         return check
@@ -799,14 +812,25 @@ class Grader:
             self._end_line()
 
         passed = [t for t in tasks if verdicts[t.id].passed]
-        if self.check_passes and passed:
-            outcomes = self._sanitizer_check(program, lesson, passed, elapsed, wall)
-            for task in passed:
-                verdicts[task.id] = confirm_correctness(task, verdicts[task.id], outcomes[task.id],
-                                                        self.reproduce(lesson, task))
-                if not verdicts[task.id].passed:
-                    print(f"  {lesson.slug} task {task.id}: correctness {STATUS_LABELS[verdicts[task.id].status]} "
-                          f"({verdicts[task.id].summary})", flush=True)
+        # Before the hold, the deferred tasks' check too, ahead of their plain tests (their seconds
+        # unknown: the check's time limit is the other tasks', at least CHECK_START_S).
+        early = check.deferred if side_by_side and self.check_passes else []
+        for task in early:
+            elapsed[task.id] = 0.0
+        to_check = [t for t in passed if t.id not in check.early] + early
+        outcomes: Dict[int, List[ToolOutcome]] = {}
+        if self.check_passes and to_check:
+            outcomes = self._sanitizer_check(program, lesson, to_check, elapsed, wall)
+            check.early.update({t.id: outcomes[t.id] for t in early})
+        outcomes.update({t.id: check.early[t.id] for t in passed if t.id in check.early})
+        for task in passed:
+            if task.id not in outcomes:
+                continue
+            verdicts[task.id] = confirm_correctness(task, verdicts[task.id], outcomes[task.id],
+                                                    self.reproduce(lesson, task))
+            if not verdicts[task.id].passed:
+                print(f"  {lesson.slug} task {task.id}: correctness {STATUS_LABELS[verdicts[task.id].status]} "
+                      f"({verdicts[task.id].summary})", flush=True)
 
         if not self.args.sanitize:
             for task in tasks:

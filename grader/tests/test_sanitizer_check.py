@@ -504,33 +504,65 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
         self.assertIn("04_reduction passes under compute-sanitizer: memcheck clean (5 s); racecheck clean (5 s)",
                       self.output)
 
-    def test_a_task_whose_tests_compare_timings_is_checked_in_the_hold_alone_with_its_timing(self):
-        def behave(call):
+    def grade_with_task_2_timed(self, behave):
+        """The lesson, its task 2's correctness tests comparing timings (correctness_timed); each
+        run's lock mode in call["held"], the lock's log in self.locks."""
+        def recorded(call):
             call["held"] = next(iter(gpu_lock._held.values()), None)
-            if call["perf"]:
-                result = passing(*call["tasks"], elapsed_s=3.0)
-                result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
-                return result
-            return correctness_of(call) if not call["tool"] else passing(*call["tasks"], elapsed_s=5.0)
+            return behave(call)
         lesson = the_lesson()
         lesson.tasks[1].correctness_timed = True
         log = self.dir / "locks.log"
         with mock.patch.object(sys.modules[__name__], "the_lesson", return_value=lesson), \
                 mock.patch.dict(os.environ, {gpu_lock.LOCK_LOG_ENV: str(log)}):
-            result = self.grade(behave)
-        # Tasks 1 and 3 and their check beside other gradings; task 2's tests, its check and its
-        # timing in one hold of the GPU alone, after them.
+            result = self.grade(recorded)
+        self.locks = [line.split()[:2] for line in log.read_text().splitlines()]
+        return result
+
+    def test_a_task_whose_tests_compare_timings_runs_them_in_the_hold_alone_with_its_timing(self):
+        def behave(call):
+            if call["perf"]:
+                result = passing(*call["tasks"], elapsed_s=3.0)
+                result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
+                return result
+            return correctness_of(call) if not call["tool"] else passing(*call["tasks"], elapsed_s=5.0)
+        result = self.grade_with_task_2_timed(behave)
+        # Tasks 1 and 3, then every task's check (task 2's ahead of its plain tests), beside other
+        # gradings; task 2's plain tests and its timing in one hold of the GPU alone, after them.
         runs = [(c["tool"] or ("perf" if c["perf"] else "plain"), c["tasks"], c["held"]) for c in self.runs.calls]
         self.assertEqual(runs[:1] + sorted(runs[1:3]) + runs[3:],  # the check's tools side by side: any order
-                         [("plain", [1, 3], "SH"), ("memcheck", [1, 3], "SH"), ("racecheck", [1], "SH"),
-                          ("plain", [2], "EX"), ("memcheck", [2], "EX"), ("perf", [2], "EX")])
-        self.assertEqual([line.split()[:2] for line in log.read_text().splitlines()],
-                         [["acquire", "SH"], ["release", "SH"]] * 2 + [["acquire", "EX"], ["release", "EX"]])
+                         [("plain", [1, 3], "SH"), ("memcheck", [1, 3, 2], "SH"), ("racecheck", [1], "SH"),
+                          ("plain", [2], "EX"), ("perf", [2], "EX")])
+        self.assertEqual(self.locks, [["acquire", "SH"], ["release", "SH"]] * 2 + [["acquire", "EX"], ["release", "EX"]])
+        # Task 2's check, run before its plain tests had any seconds, has the limit of the others'.
+        memcheck = next(c for c in self.runs.calls if c["tool"] == "memcheck")
+        self.assertEqual(memcheck["timeout_s"], 60 + 20 * (2.0 + 2.0))
         verdicts = self.verdicts(result)
         self.assertEqual(verdicts[2].summary, "correct, confirmed by memcheck")
         self.assertEqual(result.tasks[1].performance.status, scoring.PASSED)
 
-    def test_a_long_check_runs_one_process_per_task_side_by_side(self):
+    def test_a_timing_task_s_check_fails_its_pass_and_not_its_failure(self):
+        def behave(call, plain_fails):
+            if call["perf"]:
+                return passing(*call["tasks"], elapsed_s=3.0)
+            if not call["tool"]:
+                return correctness_of(call, failing={2} if plain_fails else ())
+            if call["tool"] == "memcheck" and 2 in call["tasks"]:
+                return sanitized(passing(*call["tasks"], returncode=86, elapsed_s=2.0), MEMCHECK_STREAM_ORDERED)
+            return passing(*call["tasks"], elapsed_s=2.0)
+        passes = self.grade_with_task_2_timed(lambda call: behave(call, False))
+        # The finding in the process of tasks 1, 3 and 2: each of them again alone, before the hold.
+        self.assertEqual(sorted(self.runs.checks()[2:5]), [("memcheck", [1]), ("memcheck", [2]), ("memcheck", [3])])
+        self.assertEqual(self.verdicts(passes)[2].status, scoring.FAILED)
+        self.assertIn("memcheck", self.verdicts(passes)[2].summary)
+        self.assertEqual(passes.tasks[1].performance.status, scoring.NOT_RUN)  # not timed
+        self.assertEqual(self.verdicts(passes)[1].summary, "correct, confirmed by memcheck and racecheck")
+        fails = self.grade_with_task_2_timed(lambda call: behave(call, True))
+        self.assertEqual((self.verdicts(fails)[2].status, self.verdicts(fails)[2].summary),
+                         (scoring.FAILED, "1 of 10 elements are wrong"))  # its own tests' verdict, not the check's
+        self.assertNotIn("sanitizer_check", self.verdicts(fails)[2].extra_data)
+
+    def test_a_long_racecheck_runs_one_process_per_task_side_by_side(self):
         def behave(call):
             if call["perf"]:
                 result = passing(*call["tasks"], elapsed_s=3.0)
@@ -538,19 +570,27 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
                 return result
             if not call["tool"]:
                 return correctness_of(call)
-            if call["tool"] == "memcheck" and call["tasks"] == [3]:
-                return sanitized(passing(3, returncode=86, elapsed_s=2.0), MEMCHECK_STREAM_ORDERED)
+            if call["tool"] == "racecheck" and call["tasks"] == [3]:
+                return sanitized(passing(3, returncode=86, elapsed_s=2.0), RACECHECK)
             return passing(*call["tasks"], elapsed_s=5.0)
-        with mock.patch.object(cli, "SPLIT_CHECK_S", 3.0):  # tasks 1 and 3 took 2 s each
-            result = self.grade(behave)
-        # memcheck's three tasks (6 s together) one process each; racecheck's one task (2 s) as it was.
-        self.assertEqual(self.runs.checks(side_by_side=4),
-                         [("memcheck", [1]), ("memcheck", [2]), ("memcheck", [3]), ("racecheck", [1])])
-        self.assertEqual([c["timeout_s"] for c in self.runs.calls if c["tool"]], [60 + 20 * 2.0] * 4)
+        lesson = the_lesson()
+        lesson.tasks[2].sanitizers = ["memcheck", "racecheck"]
+        with mock.patch.object(sys.modules[__name__], "the_lesson", return_value=lesson), \
+                mock.patch.object(cli, "SPLIT_CHECK_S", 3.0), mock.patch.object(os, "cpu_count", return_value=3):
+            result = self.grade(behave)  # tasks 1 and 3 took 2 s each
+        # racecheck's two tasks (4 s together) one process each; memcheck, faster, one for all three.
+        self.assertEqual(self.runs.checks(side_by_side=3),
+                         [("memcheck", [1, 2, 3]), ("racecheck", [1]), ("racecheck", [3])])
+        self.assertEqual([c["timeout_s"] for c in self.runs.calls if c["tool"] == "racecheck"], [60 + 20 * 2.0] * 2)
         verdicts = self.verdicts(result)
         self.assertEqual(verdicts[1].summary, "correct, confirmed by memcheck and racecheck")
         self.assertEqual(verdicts[3].status, scoring.FAILED)  # its own process's finding: not run again
-        self.assertIn("memcheck task 1 clean (5 s); memcheck task 2 clean (5 s); memcheck task 3 ", self.output)
+        self.assertIn("; racecheck task 1 clean (5 s); racecheck task 3 ", self.output)
+        # Fewer cores than processes: racecheck stays one process.
+        with mock.patch.object(sys.modules[__name__], "the_lesson", return_value=lesson), \
+                mock.patch.object(cli, "SPLIT_CHECK_S", 3.0), mock.patch.object(os, "cpu_count", return_value=2):
+            self.grade(behave)
+        self.assertEqual(self.runs.checks(side_by_side=2), [("memcheck", [1, 2, 3]), ("racecheck", [1, 3])])
 
     def test_the_tools_run_side_by_side_and_a_finding_is_the_first_tools(self):
         both_running = threading.Barrier(2, timeout=10)  # breaks unless memcheck and racecheck overlap

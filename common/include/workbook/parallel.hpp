@@ -10,9 +10,10 @@
 namespace workbook {
 
 /// Calls \p body(begin, end) on contiguous ranges that cover [0, n) once, at most one range per
-/// hardware thread and none shorter than \p grain elements, on threads of its own (on the caller's
-/// alone when one range covers it). Returns when every range is done; an exception a range
-/// throws is rethrown here (the first one, after all ranges have ended). Host-only.
+/// core this process may use (its CPU affinity) and none shorter than \p grain elements: the last
+/// on the caller's thread, the others on threads of their own (or the caller's too, where no more
+/// threads can be started). Returns when every range is done; an exception a range throws is
+/// rethrown here (the first one, after all ranges have ended). Host-only.
 void parallel_for(std::size_t n, const std::function<void(std::size_t begin, std::size_t end)>& body,
                   std::size_t grain = std::size_t(1) << 18);
 

@@ -58,7 +58,8 @@ struct MeasureOptions {
   /// this fraction of itself (median_known_within), the samples taken in batches of min_samples up
   /// to `samples`; and one warm-up run stands for all of `warmup` (the probe paid the first
   /// launch's costs, and a run that long leaves the clocks up for the next). 0: every sample.
-  /// Shorter work takes the warm-up and every sample: they cost little.
+  /// Shorter work takes the warm-up and every sample: they cost little. So does work whose first
+  /// batch's median is short after all (its probe was long by a first call's costs).
   double precision = 0.0;
   int min_samples = 5;  ///< with precision: the fewest samples, and the batch they come in
 };
@@ -86,7 +87,8 @@ void run_profiled(const std::function<void(cudaStream_t)>& work, cudaStream_t st
 TimingOptions timing_after_probe(double probe_ms, const MeasureOptions& options);
 
 /// Times \p work as MeasureOptions says: a probe, then time_on_device with
-/// timing_after_probe(). Throws CudaError if any launch fails.
+/// timing_after_probe(); with a precision, long work only until its median is known to it
+/// (MeasureOptions::precision). Throws CudaError if any launch fails.
 TimingStats measure(const std::function<void(cudaStream_t)>& work, const MeasureOptions& options = {});
 
 /// Times \p work, which returns when its result is on the host, with the host's steady clock:
