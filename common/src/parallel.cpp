@@ -15,10 +15,6 @@
 
 namespace workbook {
 
-namespace {
-
-// The cores this process may run on: its CPU affinity (a Slurm job's share of a large node), not
-// every core the machine has.
 std::size_t usable_cores() {
 #if defined(__linux__)
   cpu_set_t set;
@@ -27,8 +23,6 @@ std::size_t usable_cores() {
 #endif
   return std::max<std::size_t>(1, std::thread::hardware_concurrency());
 }
-
-}  // namespace
 
 void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& body, std::size_t grain) {
   const std::size_t ranges = std::clamp<std::size_t>(n / std::max<std::size_t>(grain, 1), 1, usable_cores());

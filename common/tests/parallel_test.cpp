@@ -11,24 +11,6 @@
 #include <thread>
 #include <vector>
 
-#if defined(__linux__)
-#include <sched.h>
-#endif
-
-namespace {
-
-// The cores this process may use, as parallel_for counts them.
-std::size_t usable_cores() {
-#if defined(__linux__)
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return std::size_t(CPU_COUNT(&set));
-#endif
-  return std::max<std::size_t>(1, std::thread::hardware_concurrency());
-}
-
-}  // namespace
-
 TEST_CASE("parallel_for covers every element exactly once, for any n", "[parallel]") {
   for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(1) << 18,
                               (std::size_t(1) << 20) + 3, std::size_t(5'000'011)}) {
@@ -61,7 +43,7 @@ TEST_CASE("parallel_for splits large loops over threads and small ones not at al
   ids.clear();
   ranges = 0;
   workbook::parallel_for(std::size_t(1) << 24, record);
-  const std::size_t cores = usable_cores();
+  const std::size_t cores = workbook::usable_cores();
   CHECK(ranges == std::min<std::size_t>(cores, 64));  // 2^24 / 2^18 = 64 grains
   CHECK(ids.size() == ranges);
   CHECK(ids.count(std::this_thread::get_id()) == 1);  // the caller runs one range itself
@@ -75,5 +57,10 @@ TEST_CASE("parallel_for rethrows an exception a range threw, after every range e
                                            ended.fetch_add(1);
                                          }),
                   std::runtime_error);
-  CHECK(ended.load() == int(std::min<std::size_t>(usable_cores(), 16)) - 1);  // 2^22 / 2^18 = 16 grains
+  CHECK(ended.load() == int(std::min<std::size_t>(workbook::usable_cores(), 16)) - 1);  // 2^22 / 2^18 = 16 grains
+}
+
+TEST_CASE("usable_cores counts the cores this process may run on", "[parallel]") {
+  CHECK(workbook::usable_cores() >= 1);
+  CHECK(workbook::usable_cores() <= std::max(1u, std::thread::hardware_concurrency()));
 }

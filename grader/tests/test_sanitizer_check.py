@@ -284,6 +284,20 @@ def passing(*task_ids, **fields):
     return result
 
 
+def timed_pass(call) -> PhaseResult:
+    """A timed run of the call's tasks in which each passed, the first at 0.9 of the copy bandwidth."""
+    result = passing(*call["tasks"], elapsed_s=3.0)
+    result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
+    return result
+
+
+def all_clean(call) -> PhaseResult:
+    """Every run passes: the plain tests (correctness_of), the checks (5 s) and the timing (timed_pass)."""
+    if call["perf"]:
+        return timed_pass(call)
+    return correctness_of(call) if not call["tool"] else passing(*call["tasks"], elapsed_s=5.0)
+
+
 def sanitized(result: PhaseResult, text: str) -> PhaseResult:
     parse_sanitizer_output(text, result)
     return result
@@ -475,9 +489,7 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
     def test_only_passes_are_checked_one_process_per_tool_for_the_tasks_that_name_it(self):
         def behave(call):
             if call["perf"]:
-                result = passing(*call["tasks"], elapsed_s=3.0)
-                result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
-                return result
+                return timed_pass(call)
             return correctness_of(call, failing={2}) if not call["tool"] else passing(*call["tasks"], elapsed_s=5.0)
         result = self.grade(behave)
         self.assertEqual(self.runs.checks(side_by_side=2), [("memcheck", [1, 3]), ("racecheck", [1])])
@@ -520,12 +532,7 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
         return result
 
     def test_a_task_whose_tests_compare_timings_runs_them_in_the_hold_alone_with_its_timing(self):
-        def behave(call):
-            if call["perf"]:
-                result = passing(*call["tasks"], elapsed_s=3.0)
-                result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
-                return result
-            return correctness_of(call) if not call["tool"] else passing(*call["tasks"], elapsed_s=5.0)
+        behave = all_clean
         result = self.grade_with_task_2_timed(behave)
         # Tasks 1 and 3, then every task's check (task 2's ahead of its plain tests), beside other
         # gradings; task 2's plain tests and its timing in one hold of the GPU alone, after them.
@@ -565,9 +572,7 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
     def test_a_long_racecheck_runs_one_process_per_task_side_by_side(self):
         def behave(call):
             if call["perf"]:
-                result = passing(*call["tasks"], elapsed_s=3.0)
-                result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
-                return result
+                return timed_pass(call)
             if not call["tool"]:
                 return correctness_of(call)
             if call["tool"] == "racecheck" and call["tasks"] == [3]:
@@ -653,9 +658,7 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
     def test_a_check_out_of_time_fails_nothing_and_is_not_run_again(self):
         def behave(call):
             if call["perf"]:
-                result = passing(*call["tasks"], elapsed_s=3.0)
-                result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
-                return result
+                return timed_pass(call)
             if not call["tool"]:
                 return correctness_of(call)
             if call["tool"] == "memcheck":
@@ -718,12 +721,7 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
         self.assertEqual(self.run.notes, [])
 
     def test_each_phase_s_wall_time_is_recorded(self):
-        def behave(call):
-            if call["perf"]:
-                result = passing(*call["tasks"], elapsed_s=3.0)
-                result.records[0]["metrics"] = {"fraction_of_copy_bandwidth": 0.9}
-                return result
-            return correctness_of(call) if not call["tool"] else passing(*call["tasks"], elapsed_s=5.0)
+        behave = all_clean
         result = self.grade(behave)
         wall = result.wall_s
         # The three tasks' tests in one 2 s process; the tools' two 5 s processes side by side.

@@ -17,4 +17,8 @@ namespace workbook {
 void parallel_for(std::size_t n, const std::function<void(std::size_t begin, std::size_t end)>& body,
                   std::size_t grain = std::size_t(1) << 18);
 
+/// The cores this process may run on: its CPU affinity (a Slurm job's share of a large node), not
+/// every core the machine has. At least 1. Host-only.
+std::size_t usable_cores();
+
 }  // namespace workbook
