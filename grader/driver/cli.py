@@ -478,20 +478,22 @@ class Grader:
         process per tool for all the tasks that name it (racecheck one per task where their
         correctness took SPLIT_CHECK_S or more), all side by side. A process that ran to its end
         without a finding judges each task by that task's own records. A process of several tasks
-        that found an error, or stopped early (a crash in one task's tests leaves the later ones unrun), is run again task
-        by task, so that a task is failed only by its own tests; one that ran out of time is not (it
-        would again), and leaves its tasks unconfirmed. A task with a finding is judged
-        by the first tool, in the manifest's order, that found one: the tools after it do not count."""
+        that found an error, or stopped early (a crash in one task's tests leaves the later ones
+        unrun), is run again task by task, so that a task is failed only by its own tests; one that
+        ran out of time is not (it would again), and leaves its tasks unconfirmed. A task with a
+        finding is judged by the first tool, in the manifest's order, that found one: the tools
+        after it do not count."""
         outcomes: Dict[int, List[ToolOutcome]] = {t.id: [] for t in passed}
         tools: List[str] = []  # in the manifest's order, each once
         for task in passed:
             tools += [tool for tool in task.sanitizers if tool not in tools]
-        batches = []
+        batches, split = [], set()  # split: the tools run one process per task
         for tool in tools:
             tasks = [t for t in passed if tool in t.sanitizers]
-            split = (tool in SPLIT_TOOLS and sum(elapsed[t.id] for t in tasks) >= SPLIT_CHECK_S
-                     and len(tools) - 1 + len(tasks) <= (os.cpu_count() or 1))
-            batches += [(tool, [t]) for t in tasks] if split else [(tool, tasks)]
+            if (tool in SPLIT_TOOLS and len(tasks) > 1 and sum(elapsed[t.id] for t in tasks) >= SPLIT_CHECK_S
+                    and len(tools) - 1 + len(tasks) <= (os.cpu_count() or 1)):
+                split.add(tool)
+            batches += [(tool, [t]) for t in tasks] if tool in split else [(tool, tasks)]
         self._say(f"  {lesson.slug} passes under compute-sanitizer:")
         runs = self._check_runs_side_by_side(program, lesson, batches, elapsed)
         wall["sanitizer_check"] += max((run.phase.elapsed_s for run in runs), default=0.0)  # side by side
@@ -503,8 +505,7 @@ class Grader:
                 continue
             self._say(separator)
             separator = ";"
-            split = sum(1 for other, _ in batches if other == tool) > 1  # one process per task
-            name = f"{tool} task {everyone[0].id}" if split else tool
+            name = f"{tool} task {everyone[0].id}" if tool in split else tool
             # Each task's own records decide, unless the sanitizer found something (whose tests?) or
             # the program stopped early (a crash in one task's tests leaves the later ones unrun).
             if len(everyone) == 1 or (not run.found and (run.phase.timed_out or run.phase.run_completed)):
@@ -757,6 +758,11 @@ class Grader:
         return bool(task.performance_points and correctness.passed and not self.args.sanitize
                     and not self.args.no_timing)
 
+    def needs_hold(self, check: "LessonCheck") -> bool:
+        """Whether a checked lesson needs the GPU alone: a task timed, or one whose tests compare
+        timings still to run (check_lesson's deferred)."""
+        return self.times_any(check) or bool(check.deferred)
+
     def times_any(self, check: "LessonCheck") -> bool:
         """Whether any task of a checked lesson is timed (and so needs the GPU alone); of the tasks
         checked so far (not those deferred to the hold alone, check_lesson)."""
@@ -768,7 +774,7 @@ class Grader:
         lesson that cannot be graded): every lesson's correctness first, side by side with other
         gradings, then every timed phase in one hold alone on the GPU (self.alone)."""
         checked = [(given, None if given else self.check_lesson(lesson, program)) for lesson, program, given in work]
-        with self.alone() if any(c and (self.times_any(c) or c.deferred) for _, c in checked) else nullcontext():
+        with self.alone() if any(c and self.needs_hold(c) for _, c in checked) else nullcontext():
             return [given or self.time_lesson(check) for given, check in checked]
 
     def grade_lesson(self, lesson: Lesson, program: str) -> LessonResult:
@@ -844,7 +850,7 @@ class Grader:
         lesson, program, verdicts, wall, in_tests = check.lesson, check.program, check.verdicts, check.wall, check.in_tests
         started = time.monotonic()
         results = []
-        with self.alone() if self.times_any(check) or check.deferred else nullcontext():
+        with self.alone() if self.needs_hold(check) else nullcontext():
             if check.deferred:  # their tests compare timings: checked here, alone on the GPU
                 self._check_tasks(check, check.deferred, side_by_side=False)
             timed_tasks = [task for task in lesson.tasks if self.times(task, verdicts[task.id])]
