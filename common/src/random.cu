@@ -20,10 +20,14 @@ __global__ void fill_random_kernel(float* out, std::size_t n, std::uint64_t seed
 
 std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float lo, float hi) {
   std::vector<float> values(n);
-  parallel_for(n, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) values[i] = random_uniform(seed, i, lo, hi);
-  });
+  fill_random(values.data(), n, seed, lo, hi);
   return values;
+}
+
+void fill_random(float* out, std::size_t n, std::uint64_t seed, float lo, float hi) {
+  parallel_for(n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) out[i] = random_uniform(seed, i, lo, hi);
+  });
 }
 
 void fill_random_device(float* out, std::size_t n, std::uint64_t seed, float lo, float hi, void* stream) {

@@ -4,6 +4,7 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <set>
+#include <vector>
 
 TEST_CASE("the same seed gives the same values and another seed other values", "[random]") {
   const auto a = workbook::random_floats(1000, 42);
@@ -36,4 +37,15 @@ TEST_CASE("element i does not depend on how many elements were asked for", "[ran
   const auto long_run = workbook::random_floats(1000, 5);
   for (int i = 0; i < 10; ++i) CHECK(short_run[i] == long_run[i]);
   CHECK(workbook::random_uniform(5, 999, -1, 1) == long_run[999]);
+}
+
+TEST_CASE("fill_random writes random_floats' values in place, and nothing outside them", "[random]") {
+  const std::size_t n = (std::size_t(1) << 20) + 3;  // several of parallel_for's ranges, one partial
+  std::vector<float> buffer(n + 2, -7.0f);
+  workbook::fill_random(buffer.data() + 1, n, 11, -3.0f, 2.0f);
+  CHECK(buffer.front() == -7.0f);
+  CHECK(buffer.back() == -7.0f);
+  CHECK(std::vector<float>(buffer.begin() + 1, buffer.end() - 1) == workbook::random_floats(n, 11, -3.0f, 2.0f));
+  workbook::fill_random(buffer.data(), 0, 11);  // nothing to write
+  CHECK(buffer.front() == -7.0f);
 }

@@ -78,6 +78,8 @@ public:
     }
   }
   void fill(const std::vector<float>& values) { std::copy(values.begin(), values.end(), data()); }
+  // input_values(size(), name), written in place.
+  void fill_input(const std::string& name);
   workbook::GuardReport guards() const {
     std::vector<std::uint32_t> before(kHostGuard), after(kHostGuard);
     std::memcpy(before.data(), base_, kHostGuard * kFloat);
@@ -288,9 +290,14 @@ void batches_with_cudamalloc(const float* in, float* out, const std::size_t* off
 
 // Pageable input and output, pinned staging and device buffers for process_pageable.
 struct Staged {
-  Staged(std::size_t n, std::size_t staging_floats, int work, const std::string& name)
+  // expected is left empty without \p with_expected (the timed test computes it for its own work).
+  Staged(std::size_t n, std::size_t staging_floats, int work, const std::string& name, bool with_expected = true)
       : n(n), work(work), in(n, false), out(n, false), staging(staging_floats, true),
         device_in(std::max<std::size_t>(n, 1)), device_out(std::max<std::size_t>(n, 1)) {
+    if (!with_expected) {
+      in.fill_input(name);
+      return;
+    }
     const auto x = input_values(n, name);
     in.fill(x);
     expected = transformed(x, work);

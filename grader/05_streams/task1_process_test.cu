@@ -217,7 +217,7 @@ TEST_CASE("Task 1: process time against the overlap bound max(copy in, kernel, c
   CAPTURE(shape_text(shape));
   HostArray in(n, true), out(n, true);
   workbook::DeviceBuffer<float> device_in(n), device_out(n);
-  in.fill(input_values(n, "task 1 perf"));
+  in.fill_input("task 1 perf");
   device_in.copy_from_host(in.data());
 
   // Each stage alone, on the grader's stream; the kernel made as long as the copy in.

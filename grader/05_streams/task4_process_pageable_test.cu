@@ -123,7 +123,7 @@ TEST_CASE("Task 4: process_pageable time against the sequential pageable version
   grader::require_gpu();
   const std::size_t n = workbook::fit_in_free_memory(std::size_t(1) << 25, 3);
   const std::size_t staging_floats = std::size_t(1) << 21;  // 8 MiB
-  Staged s(n, staging_floats, 1, "task 4 perf");
+  Staged s(n, staging_floats, 1, "task 4 perf", false);
   // The kernel made as long as a pageable copy in: then the sequential version spends a third
   // of its time in each stage, and overlapping them can save up to two thirds.
   const double h2d_ms = stream_ms([&](cudaStream_t st) {

@@ -10,9 +10,19 @@ user can write (WORKBOOK_LOCK_DIR, else the system's temporary directory).
   after it, and the copy-bandwidth measurement.
 
 A process holds one mode at a time and releases it before it takes the other (GpuLock
-refuses anything else), so no two processes can wait for each other. A second file, the
-gate, gives a waiting timed phase its turn: a process holds the gate only while it waits for
-the lock, so once a timed phase waits, no new correctness phase starts before it.
+refuses anything else), so no two processes can wait for each other.
+
+A timed phase cannot start before every correctness phase running has ended: the GPU drains,
+and every grading that wants a new correctness phase meanwhile waits. In a suite or a class,
+where timed phases come every few seconds, those drains were the most of the time nobody
+used the GPU fully (on an H100, up to 255 s of a 500 s suite). So timed phases take turns in
+batches: a timed phase first waits up to PATIENCE_S (WORKBOOK_LOCK_PATIENCE_S) while new
+correctness phases still start, taking the lock at once if it falls free; then it takes its
+turn (a shared flock on a third file, the turn, held until it is done), and no new correctness
+phase starts while any timed phase holds a turn. A timed phase that waits while another has
+its turn takes one too, so all the timed phases waiting then run one after the other after a
+single drain. A second file, the gate, orders the processes that wait for the lock itself: a
+process holds it only while it waits there.
 
 Other programs take part the same way; to time something alone on the GPU (a sweep):
 
@@ -41,6 +51,13 @@ SHARED, EXCLUSIVE = "SH", "EX"
 _FLOCK = {SHARED: fcntl.LOCK_SH, EXCLUSIVE: fcntl.LOCK_EX}
 LOCK_DIR_ENV = "WORKBOOK_LOCK_DIR"
 LOCK_LOG_ENV = "WORKBOOK_LOCK_LOG"
+PATIENCE_ENV = "WORKBOOK_LOCK_PATIENCE_S"
+# How long a timed phase lets new correctness phases start before it takes its turn: about the
+# time between two timed phases in a suite on an H100 (500 s, 72 holds: 7 s), so that a drain
+# serves two or so. A grading alone on its GPU never waits for it (the lock is free), and one
+# beside others waits no more than this before its drain begins.
+PATIENCE_S = 8.0
+_POLL_S = 0.05  # how often a patient timed phase looks whether the lock fell free or a turn began
 _held: Dict[str, str] = {}  # lock file -> the mode this process holds it in (whichever GpuLock took it)
 # Seconds this process waited for each mode and held it (every GpuLock together): where a grading's
 # time went, and how much of it had the GPU alone (class.json's "time", class_grading.py).
@@ -71,6 +88,23 @@ def _user() -> str:
         return str(os.getuid())
 
 
+def patience_s() -> float:
+    """PATIENCE_S, or the seconds WORKBOOK_LOCK_PATIENCE_S gives (0: a timed phase takes its turn
+    at once)."""
+    value = os.environ.get(PATIENCE_ENV, "").strip()
+    if not value:
+        return PATIENCE_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise file_lock.LockError(f"{PATIENCE_ENV} is '{value}': give the seconds a timed phase lets new "
+                                  f"correctness phases start before it takes its turn (0 or more; unset: "
+                                  f"{PATIENCE_S:g}).")
+    return seconds
+
+
 def _log(event: str, mode: str, tree: str = "", lock: str = "") -> None:
     path = os.environ.get(LOCK_LOG_ENV)
     if path:
@@ -89,6 +123,7 @@ class GpuLock:
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", gpu)
         self.path = lock_dir() / f"cuda-workbook-gpu-{name}.lock"
         self.gate = lock_dir() / f"cuda-workbook-gpu-{name}.gate"
+        self.turn = lock_dir() / f"cuda-workbook-gpu-{name}.turn"
         self.holder = Path(f"{self.path}.holder")
         self.tree, self.say = tree, say
 
@@ -134,17 +169,17 @@ class GpuLock:
                                       f"{LOCK_DIR_ENV} to a directory that every grading on this machine can "
                                       "write.") from e
         asked = time.monotonic()
-        gate = file_lock.open_shared_file(self.gate)
+        patience = patience_s() if mode == EXCLUSIVE else 0.0
+        fd = file_lock.open_shared_file(self.path)
+        turn = None
         try:
-            waited = file_lock.acquire(gate, fcntl.LOCK_EX, self.why_waiting, self.say)
-            fd = file_lock.open_shared_file(self.path)
-            try:
-                file_lock.acquire(fd, _FLOCK[mode], self.why_waiting, (lambda line: None) if waited else self.say)
-            except BaseException:
-                os.close(fd)
-                raise
-        finally:
-            os.close(gate)  # the next waiter's turn
+            if mode == EXCLUSIVE:
+                turn = self._take_exclusive(fd, patience)
+            else:
+                self._take_shared(fd)
+        except BaseException:
+            os.close(fd)
+            raise
         _held[str(self.path)] = mode
         taken = time.monotonic()
         _seconds[_MODE_NAMES[mode]]["waited"] += taken - asked
@@ -162,3 +197,74 @@ class GpuLock:
                 file_lock.clear_holder(self.holder)
             _held.pop(str(self.path), None)
             os.close(fd)  # releases the lock
+            if turn is not None:
+                os.close(turn)  # the end of this turn
+
+    def _turn_taken(self) -> bool:
+        """Whether a timed phase holds a turn (a shared flock on the turn file) now."""
+        turn = file_lock.open_shared_file(self.turn)
+        try:
+            fcntl.flock(turn, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(turn)
+
+    def _take_shared(self, fd: int) -> None:
+        """The lock shared, once no timed phase holds a turn: taken in the gate, whose holder
+        looks at the turn without waiting for it, so a timed phase that took its turn never
+        waits for a correctness phase that has yet to start."""
+        said = False
+        while True:
+            gate = file_lock.open_shared_file(self.gate)
+            try:
+                said = file_lock.acquire(gate, fcntl.LOCK_EX, self.why_waiting, self.say) or said
+                if not self._turn_taken():
+                    file_lock.acquire(fd, fcntl.LOCK_SH, self.why_waiting, (lambda line: None) if said else self.say)
+                    return
+            finally:
+                os.close(gate)  # the next waiter's turn
+            if not said:
+                self.say(self.why_waiting())
+                said = True
+            turn = file_lock.open_shared_file(self.turn)
+            try:
+                fcntl.flock(turn, fcntl.LOCK_EX)  # until no timed phase holds a turn
+            finally:
+                os.close(turn)
+
+    def _take_exclusive(self, fd: int, patience: float) -> int:
+        """The lock exclusive, and a turn (the turn file's descriptor, to close once the lock is
+        released). For `patience` seconds, correctness phases still start: the lock is taken if
+        it falls free; then, or as soon as another timed phase holds a turn, this one takes
+        its turn and waits in the gate for the lock, while new correctness phases wait."""
+        deadline = time.monotonic() + patience
+        said = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                taken = True
+                break
+            except BlockingIOError:
+                taken = False
+            if not said:
+                self.say(self.why_waiting())
+                said = True
+            if time.monotonic() >= deadline or self._turn_taken():
+                break
+            time.sleep(_POLL_S)
+        turn = file_lock.open_shared_file(self.turn)
+        try:
+            fcntl.flock(turn, fcntl.LOCK_SH)  # waits only while a correctness phase looks at the turn
+            if not taken:
+                gate = file_lock.open_shared_file(self.gate)
+                try:
+                    file_lock.acquire(gate, fcntl.LOCK_EX, self.why_waiting, lambda line: None)
+                    file_lock.acquire(fd, fcntl.LOCK_EX, self.why_waiting, lambda line: None)
+                finally:
+                    os.close(gate)
+        except BaseException:
+            os.close(turn)
+            raise
+        return turn

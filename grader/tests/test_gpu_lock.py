@@ -119,6 +119,7 @@ class GpuLockTest(LockTestCase):
         self.assertLessEqual(float(events[1][3]), float(events[2][3]))
 
     def test_a_waiting_timed_phase_goes_before_new_correctness_phases(self):
+        self.env[gpu_lock.PATIENCE_ENV] = "0"  # it takes its turn at once
         reader = self.start("reader", "SH")
         reader.wait_acquired()
         writer = self.start("writer", "EX")
@@ -132,6 +133,71 @@ class GpuLockTest(LockTestCase):
         writer.finish()
         late_reader.wait_acquired()
 
+    def test_a_patient_timed_phase_lets_correctness_phases_start_then_takes_its_turn(self):
+        self.env[gpu_lock.PATIENCE_ENV] = "1.5"
+        reader = self.start("reader", "SH")
+        reader.wait_acquired()
+        writer = self.start("writer", "EX")
+        writer.wait_waiting()
+        asked = time.monotonic()
+        early = self.start("early", "SH")  # within the patience: starts beside the first reader
+        early.wait_acquired()
+        self.assertLess(time.monotonic() - asked, 1.5)
+        time.sleep(1.7 - (time.monotonic() - asked))  # the patience is over: the writer has its turn
+        late = self.start("late", "SH")
+        late.wait_waiting()
+        self.assert_still_waiting(late)
+        reader.finish()
+        self.assert_still_waiting(writer)  # the early reader still runs
+        early.finish()
+        writer.wait_acquired()
+        self.assert_still_waiting(late)
+        writer.finish()
+        late.wait_acquired()
+
+    def test_a_patient_timed_phase_takes_the_lock_when_it_falls_free(self):
+        self.env[gpu_lock.PATIENCE_ENV] = "30"
+        reader = self.start("reader", "SH")
+        reader.wait_acquired()
+        writer = self.start("writer", "EX")
+        writer.wait_waiting()
+        asked = time.monotonic()
+        reader.finish()
+        writer.wait_acquired()
+        self.assertLess(time.monotonic() - asked, 5)  # not the 30 s of its patience
+
+    def test_timed_phases_waiting_while_one_has_its_turn_go_before_correctness_phases(self):
+        self.env[gpu_lock.PATIENCE_ENV] = "0"
+        reader = self.start("reader", "SH")
+        reader.wait_acquired()
+        first = self.start("first", "EX")  # takes its turn at once, waits for the reader
+        first.wait_waiting()
+        late = self.start("late", "SH")
+        late.wait_waiting()
+        self.env[gpu_lock.PATIENCE_ENV] = "60"
+        second = self.start("second", "EX")  # patient, but joins the turn the first took
+        second.wait_waiting()
+        reader.finish()
+        first.wait_acquired()
+        self.assert_still_waiting(second)
+        first.finish()
+        second.wait_acquired()  # long before its 60 s, and before the late reader
+        self.assert_still_waiting(late)
+        second.finish()
+        late.wait_acquired()
+        events = [line.split() for line in self.log.read_text().splitlines()]
+        self.assertEqual([(e[0], e[1], int(e[2])) for e in events][2:],
+                         [("acquire", "EX", first.pid), ("release", "EX", first.pid),
+                          ("acquire", "EX", second.pid), ("release", "EX", second.pid),
+                          ("acquire", "SH", late.pid)])
+
+    def test_a_patience_that_is_no_number_of_seconds_says_what_to_give(self):
+        for value in ("soon", "-1", "inf", "nan"):
+            with self.subTest(value=value), mock.patch.dict(os.environ, {**self.env, gpu_lock.PATIENCE_ENV: value}):
+                with self.assertRaisesRegex(LockError, f"{gpu_lock.PATIENCE_ENV} is '{value}': give the seconds"):
+                    with GpuLock(LOCK_ID, say=lambda line: None).exclusive():
+                        pass
+
     def test_the_files_are_writable_by_every_user(self):
         with mock.patch.dict(os.environ, self.env):
             old = os.umask(0o077)
@@ -139,9 +205,11 @@ class GpuLockTest(LockTestCase):
                 lock = GpuLock(LOCK_ID, "alice_1a2b3c4d")
                 with lock.exclusive():
                     pass
+                with lock.shared():  # the gate, and a look at the turn
+                    pass
             finally:
                 os.umask(old)
-        for path in (lock.path, lock.gate, lock.holder):
+        for path in (lock.path, lock.gate, lock.turn, lock.holder):
             self.assertEqual(stat.S_IMODE(path.stat().st_mode), 0o666, path)
         self.assertEqual(lock.path.name, f"cuda-workbook-gpu-{LOCK_ID}.lock")
         self.assertEqual(lock.path.parent, self.work / "locks")

@@ -36,6 +36,10 @@ WORKBOOK_HOST_DEVICE inline float random_uniform(std::uint64_t seed, std::uint64
 /// \p n values of the stream \p seed on the host, uniform in [lo, hi).
 std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 
+/// The values of random_floats written into \p n floats of host memory at \p out (pinned memory
+/// too), on every core: no vector made and copied.
+void fill_random(float* out, std::size_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+
 /// Fills \p n floats of device memory at \p out with the stream \p seed (asynchronous on \p stream).
 void fill_random_device(float* out, std::size_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f,
                         void* stream = nullptr);
