@@ -85,7 +85,7 @@ stage_suite() {
   # GPU_CHECK_JOBS: ctest's jobs instead of the preset's (with more slots than the preset's jobs allow).
   WORKBOOK_LOCK_LOG=$PWD/$logs/locks.log ctest --preset test ${GPU_CHECK_JOBS:+-j $GPU_CHECK_JOBS} -V \
     > "$logs/suite.log" 2>&1
-  echo "suite: exit $?, $(grep -E 'tests passed' "$logs/suite.log")" | tee -a "$logs/stages.txt"
+  echo "suite: exit $?, $(grep -E '^[0-9]+% tests passed' "$logs/suite.log")" | tee -a "$logs/stages.txt"
   sampler_stop
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/suite.log"
   grep -E "^ctest: " "$logs/suite.log" | tee -a "$logs/stages.txt"
@@ -104,7 +104,7 @@ stage_rest() {
     return
   fi
   WORKBOOK_LOCK_LOG=$PWD/$logs/locks_rest.log ctest --preset test -R "$regex" -V > "$logs/rest.log" 2>&1
-  echo "rest: exit $?, $(grep -E 'tests passed' "$logs/rest.log")" | tee -a "$logs/stages.txt"
+  echo "rest: exit $?, $(grep -E '^[0-9]+% tests passed' "$logs/rest.log")" | tee -a "$logs/stages.txt"
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/rest.log"
 }
 
@@ -175,7 +175,7 @@ PY
 
 stage_tests() {
   ctest --test-dir build/test -E "grader\.e2e" -j 4 --output-on-failure > "$logs/tests.log" 2>&1
-  echo "tests: exit $?, $(grep -E 'tests passed' "$logs/tests.log")" | tee -a "$logs/stages.txt"
+  echo "tests: exit $?, $(grep -E '^[0-9]+% tests passed' "$logs/tests.log")" | tee -a "$logs/stages.txt"
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/tests.log"
 }
 
@@ -184,7 +184,7 @@ stage_e2e() {
   name=e2e_$(echo "$regex" | tr -c 'a-zA-Z0-9' '_' | cut -c1-40)
   # Side by side: ./grade's per-GPU lock times every timed phase alone (grader/README.md).
   ctest --test-dir build/test -R "grader\.e2e\.($regex)" -j "${E2E_JOBS:-6}" --output-on-failure -V > "$logs/$name.log" 2>&1
-  echo "$name: exit $?, $(grep -E 'tests passed' "$logs/$name.log")" | tee -a "$logs/stages.txt"
+  echo "$name: exit $?, $(grep -E '^[0-9]+% tests passed' "$logs/$name.log")" | tee -a "$logs/stages.txt"
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run)\)" "$logs/$name.log"
 }
 
