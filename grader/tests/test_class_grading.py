@@ -202,9 +202,10 @@ class GradebookTest(Temp):
 class GradingsPerGpuTest(unittest.TestCase):
     """--per-gpu left out: the gradings that share a GPU, from its memory and the cores."""
 
-    def test_memory_and_cores_each_bound_the_count_at_most_four_at_least_one(self):
+    def test_memory_and_cores_each_bound_the_count_at_most_max_per_gpu_at_least_one(self):
         h100 = "81559, Disabled\n"
-        self.assertEqual(cg.gradings_per_gpu(["0"], 16, h100)[0], 4)    # at most 4 (16 cores: 8; 79 GiB: 10)
+        self.assertEqual(cg.gradings_per_gpu(["0"], 16, h100)[0], 8)    # 16 cores: 8 (79 GiB: 10)
+        self.assertEqual(cg.gradings_per_gpu(["0"], 64, h100)[0], cg.MAX_PER_GPU)  # at most MAX_PER_GPU
         self.assertEqual(cg.gradings_per_gpu(["0"], 6, h100)[0], 3)     # the cores bound it
         self.assertEqual(cg.gradings_per_gpu(["0", "1"], 8, h100 * 2)[0], 2)  # cores shared by two GPUs
         self.assertEqual(cg.gradings_per_gpu(["0"], 16, "15360, N/A\n")[0], 2)  # a T4: 15 GiB
