@@ -12,7 +12,8 @@ GPU's log apart: WORKBOOK_LOCK_LOG names one file for all). tools/gpu_check.sh's
 it on the suite's log: the time alone is the floor of the suite's wall time on one GPU, and the
 time nobody held it is what the gradings lost waiting for each other (or for the CPU). It also
 bounds the time the GPU drained before its holds alone: correctness phases ending while a timed
-phase waited and the gate kept new ones out."""
+phase held its turn and no new ones started. The log does not record turns, so the bound also
+counts any stretch before a hold alone in which no correctness phase happened to start."""
 from __future__ import annotations
 
 import argparse

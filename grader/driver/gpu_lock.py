@@ -21,8 +21,13 @@ correctness phases still start, taking the lock at once if it falls free; then i
 turn (a shared flock on a third file, the turn, held until it is done), and no new correctness
 phase starts while any timed phase holds a turn. A timed phase that waits while another has
 its turn takes one too, so all the timed phases waiting then run one after the other after a
-single drain. A second file, the gate, orders the processes that wait for the lock itself: a
-process holds it only while it waits there.
+single drain. So that turns end, a correctness phase that has waited PATIENCE_S for them marks
+itself (a shared flock on a fourth file, <lock>.waiting, until it has the lock), and while one
+is marked no timed phase joins a turn or takes the lock: the marked phases start once the turns
+under way end. A second file, the gate, orders the processes that wait for the lock itself: a
+process holds it only while it waits there. (The orders above hold but for a window of a system
+call or two: a turn taken between a correctness phase's look at it and its lock waits for that
+phase.)
 
 Other programs take part the same way; to time something alone on the GPU (a sweep):
 
@@ -124,6 +129,7 @@ class GpuLock:
         self.path = lock_dir() / f"cuda-workbook-gpu-{name}.lock"
         self.gate = lock_dir() / f"cuda-workbook-gpu-{name}.gate"
         self.turn = lock_dir() / f"cuda-workbook-gpu-{name}.turn"
+        self.mark = lock_dir() / f"cuda-workbook-gpu-{name}.waiting"
         self.holder = Path(f"{self.path}.holder")
         self.tree, self.say = tree, say
 
@@ -169,89 +175,111 @@ class GpuLock:
                                       f"{LOCK_DIR_ENV} to a directory that every grading on this machine can "
                                       "write.") from e
         asked = time.monotonic()
-        patience = patience_s() if mode == EXCLUSIVE else 0.0
+        patience = patience_s()
         fd = file_lock.open_shared_file(self.path)
         turn = None
         try:
             if mode == EXCLUSIVE:
                 turn = self._take_exclusive(fd, patience)
             else:
-                self._take_shared(fd)
+                self._take_shared(fd, patience)
         except BaseException:
             os.close(fd)
             raise
-        _held[str(self.path)] = mode
         taken = time.monotonic()
-        _seconds[_MODE_NAMES[mode]]["waited"] += taken - asked
-        if mode == EXCLUSIVE:
-            file_lock.write_holder(self.holder, {"pid": os.getpid(), "user": _user(), "tree": self.tree,
-                                                 "program": file_lock.program_name(),
-                                                 "since": time.strftime("%H:%M:%S")})
-        _log("acquire", mode, self.tree, str(self.path))
-        try:
-            yield
-        finally:
-            _log("release", mode, self.tree, str(self.path))
-            _seconds[_MODE_NAMES[mode]]["held"] += time.monotonic() - taken
+        try:  # from here on, whatever happens (a log it cannot write, a signal) lets go of both
+            _held[str(self.path)] = mode
+            _seconds[_MODE_NAMES[mode]]["waited"] += taken - asked
             if mode == EXCLUSIVE:
-                file_lock.clear_holder(self.holder)
-            _held.pop(str(self.path), None)
-            os.close(fd)  # releases the lock
-            if turn is not None:
-                os.close(turn)  # the end of this turn
+                file_lock.write_holder(self.holder, {"pid": os.getpid(), "user": _user(), "tree": self.tree,
+                                                     "program": file_lock.program_name(),
+                                                     "since": time.strftime("%H:%M:%S")})
+            _log("acquire", mode, self.tree, str(self.path))
+            try:
+                yield
+            finally:
+                _log("release", mode, self.tree, str(self.path))
+        finally:
+            try:
+                _seconds[_MODE_NAMES[mode]]["held"] += time.monotonic() - taken
+                _held.pop(str(self.path), None)
+                if mode == EXCLUSIVE:
+                    file_lock.clear_holder(self.holder)
+            finally:
+                try:
+                    os.close(fd)  # releases the lock
+                finally:
+                    if turn is not None:
+                        os.close(turn)  # the end of this turn
 
-    def _turn_taken(self) -> bool:
-        """Whether a timed phase holds a turn (a shared flock on the turn file) now."""
-        turn = file_lock.open_shared_file(self.turn)
+    def _held_by_anyone(self, path: Path) -> bool:
+        """Whether any process holds a flock on `path` now (a turn, or the mark of a correctness
+        phase that waited too long)."""
+        probe = file_lock.open_shared_file(path)
         try:
-            fcntl.flock(turn, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return False
         except BlockingIOError:
             return True
         finally:
-            os.close(turn)
+            os.close(probe)
 
-    def _take_shared(self, fd: int) -> None:
+    def _turn_taken(self) -> bool:
+        """Whether a timed phase holds a turn (a shared flock on the turn file) now."""
+        return self._held_by_anyone(self.turn)
+
+    def _take_shared(self, fd: int, patience: float) -> None:
         """The lock shared, once no timed phase holds a turn: taken in the gate, whose holder
-        looks at the turn without waiting for it, so a timed phase that took its turn never
-        waits for a correctness phase that has yet to start."""
-        said = False
-        while True:
-            gate = file_lock.open_shared_file(self.gate)
-            try:
-                said = file_lock.acquire(gate, fcntl.LOCK_EX, self.why_waiting, self.say) or said
-                if not self._turn_taken():
-                    file_lock.acquire(fd, fcntl.LOCK_SH, self.why_waiting, (lambda line: None) if said else self.say)
-                    return
-            finally:
-                os.close(gate)  # the next waiter's turn
-            if not said:
-                self.say(self.why_waiting())
-                said = True
-            turn = file_lock.open_shared_file(self.turn)
-            try:
-                fcntl.flock(turn, fcntl.LOCK_EX)  # until no timed phase holds a turn
-            finally:
-                os.close(turn)
+        looks at the turn without waiting for it. A correctness phase that has waited `patience`
+        seconds for the turns to end marks itself (a shared flock on the mark file, held until it
+        has the lock): timed phases then stop joining the turns under way, so that these end."""
+        said, since, mark = False, None, None
+        try:
+            while True:
+                gate = file_lock.open_shared_file(self.gate)
+                try:
+                    said = file_lock.acquire(gate, fcntl.LOCK_EX, self.why_waiting, self.say) or said
+                    if not self._turn_taken():
+                        file_lock.acquire(fd, fcntl.LOCK_SH, self.why_waiting,
+                                          (lambda line: None) if said else self.say)
+                        return
+                finally:
+                    os.close(gate)  # the next waiter's turn
+                if not said:
+                    self.say(self.why_waiting())
+                    said = True
+                since = since if since is not None else time.monotonic()
+                while self._turn_taken():
+                    if mark is None and time.monotonic() - since >= patience:
+                        mark = file_lock.open_shared_file(self.mark)
+                        fcntl.flock(mark, fcntl.LOCK_SH)
+                    time.sleep(_POLL_S)
+        finally:
+            if mark is not None:
+                os.close(mark)
 
     def _take_exclusive(self, fd: int, patience: float) -> int:
         """The lock exclusive, and a turn (the turn file's descriptor, to close once the lock is
         released). For `patience` seconds, correctness phases still start: the lock is taken if
         it falls free; then, or as soon as another timed phase holds a turn, this one takes
-        its turn and waits in the gate for the lock, while new correctness phases wait."""
+        its turn and waits in the gate for the lock, while new correctness phases wait. While a
+        correctness phase that waited too long is marked, it neither takes the lock nor joins a
+        turn: it waits for the turns under way to end, and the marked phases to start."""
         deadline = time.monotonic() + patience
-        said = False
+        said = taken = False
         while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                taken = True
-                break
-            except BlockingIOError:
-                taken = False
+            marked = self._held_by_anyone(self.mark)
+            if not marked:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    taken = True
+                    break
+                except BlockingIOError:
+                    pass
             if not said:
                 self.say(self.why_waiting())
                 said = True
-            if time.monotonic() >= deadline or self._turn_taken():
+            if not marked and (time.monotonic() >= deadline or self._turn_taken()):
                 break
             time.sleep(_POLL_S)
         turn = file_lock.open_shared_file(self.turn)

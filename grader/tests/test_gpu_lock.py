@@ -26,6 +26,18 @@ WAITING_FOR_CORRECTNESS = ("Waiting for the GPU: other gradings are running corr
                            "is measured alone, one grading at a time.")
 
 
+# A program that times on the GPU back to back until `stop` exists (a ./sweep's holds).
+LOOPER_SCRIPT = f"""\
+import os, sys, time
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+from driver import gpu_lock
+lock = gpu_lock.GpuLock("{LOCK_ID}", "sweep", say=lambda line: None)
+while not os.path.exists(sys.argv[1]):
+    with lock.exclusive():
+        time.sleep(0.2)
+"""
+
+
 class LockTestCase(unittest.TestCase):
     """Real processes contending for the stand-in GPU's lock, in a lock directory of the test's own."""
 
@@ -172,9 +184,9 @@ class GpuLockTest(LockTestCase):
         reader.wait_acquired()
         first = self.start("first", "EX")  # takes its turn at once, waits for the reader
         first.wait_waiting()
-        late = self.start("late", "SH")
-        late.wait_waiting()
         self.env[gpu_lock.PATIENCE_ENV] = "60"
+        late = self.start("late", "SH")  # lets timed phases join for 60 s
+        late.wait_waiting()
         second = self.start("second", "EX")  # patient, but joins the turn the first took
         second.wait_waiting()
         reader.finish()
@@ -190,6 +202,29 @@ class GpuLockTest(LockTestCase):
                          [("acquire", "EX", first.pid), ("release", "EX", first.pid),
                           ("acquire", "EX", second.pid), ("release", "EX", second.pid),
                           ("acquire", "SH", late.pid)])
+
+    def test_turns_end_for_a_correctness_phase_that_waited_its_patience(self):
+        """Two programs that time back to back (two ./sweep) keep a turn taken between them; a
+        correctness phase that waited its patience stops them joining it, and starts."""
+        self.env[gpu_lock.PATIENCE_ENV] = "0.5"
+        looper = self.work / "looper.py"
+        looper.write_text(LOOPER_SCRIPT)
+        stop = self.work / "stop"
+        loopers = [subprocess.Popen([sys.executable, str(looper), str(stop)], env={**os.environ, **self.env},
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT) for _ in range(2)]
+        try:
+            time.sleep(1.0)  # both timing, one after the other
+            asked = time.monotonic()
+            reader = self.start("reader", "SH")
+            reader.wait_acquired()
+            self.assertLess(time.monotonic() - asked, 4.0)  # its patience, the holds under way, a drain
+            reader.finish()
+        finally:
+            stop.touch()
+            for looper_process in loopers:
+                looper_process.wait(timeout=20)
+        holds = [line.split() for line in self.log.read_text().splitlines()]
+        self.assertGreater(sum(1 for e in holds if e[:2] == ["acquire", "EX"]), 4)  # they did take turns
 
     def test_a_patience_that_is_no_number_of_seconds_says_what_to_give(self):
         for value in ("soon", "-1", "inf", "nan"):
@@ -207,9 +242,11 @@ class GpuLockTest(LockTestCase):
                     pass
                 with lock.shared():  # the gate, and a look at the turn
                     pass
+                with lock.exclusive():  # a look at the mark
+                    pass
             finally:
                 os.umask(old)
-        for path in (lock.path, lock.gate, lock.turn, lock.holder):
+        for path in (lock.path, lock.gate, lock.turn, lock.mark, lock.holder):
             self.assertEqual(stat.S_IMODE(path.stat().st_mode), 0o666, path)
         self.assertEqual(lock.path.name, f"cuda-workbook-gpu-{LOCK_ID}.lock")
         self.assertEqual(lock.path.parent, self.work / "locks")
