@@ -21,10 +21,10 @@ correctness phases still start, taking the lock at once if it falls free; then i
 turn (a shared flock on a third file, the turn, held until it is done), and no new correctness
 phase starts while any timed phase holds a turn. A timed phase that waits while another has
 its turn takes one too, so all the timed phases waiting then run one after the other after a
-single drain. So that turns end, a correctness phase that has waited PATIENCE_S for them marks
-itself (a shared flock on a fourth file, <lock>.waiting, until it has the lock), and while one
-is marked no timed phase joins a turn or takes the lock: the marked phases start once the turns
-under way end. A second file, the gate, orders the processes that wait for the lock itself: a
+single drain. So that turns end, a correctness phase that has waited PATIENCE_S (for the gate,
+which timed phases waiting for the lock hold, or for the turns) marks itself: a shared flock on
+a fourth file, <lock>.waiting, until it has the lock. While one is marked, no timed phase joins
+a turn or takes the lock, and the marked phases start once the turns under way end. A second file, the gate, orders the processes that wait for the lock itself: a
 process holds it only while it waits there. (The orders above hold but for a window of a system
 call or two: a turn taken between a correctness phase's look at it and its lock waits for that
 phase.)
@@ -231,29 +231,40 @@ class GpuLock:
     def _take_shared(self, fd: int, patience: float) -> None:
         """The lock shared, once no timed phase holds a turn: taken in the gate, whose holder
         looks at the turn without waiting for it. A correctness phase that has waited `patience`
-        seconds for the turns to end marks itself (a shared flock on the mark file, held until it
-        has the lock): timed phases then stop joining the turns under way, so that these end."""
-        said, since, mark = False, None, None
+        seconds (for the gate, which timed phases waiting for the lock hold, or for the turns to
+        end) marks itself: a shared flock on the mark file, held until it has the lock. Timed
+        phases then stop joining turns and taking the lock, so that the turns under way end and
+        the gate falls free. Both waits poll, so that the mark can be taken while waiting."""
+        asked, said, mark = time.monotonic(), False, None
+
+        def waiting() -> None:
+            nonlocal said, mark
+            if not said:
+                self.say(self.why_waiting())
+                said = True
+            if mark is None and time.monotonic() - asked >= patience:
+                mark = file_lock.open_shared_file(self.mark)
+                fcntl.flock(mark, fcntl.LOCK_SH)
+            time.sleep(_POLL_S)
+
         try:
             while True:
                 gate = file_lock.open_shared_file(self.gate)
                 try:
-                    said = file_lock.acquire(gate, fcntl.LOCK_EX, self.why_waiting, self.say) or said
+                    while True:
+                        try:
+                            fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                            break
+                        except BlockingIOError:
+                            waiting()
                     if not self._turn_taken():
                         file_lock.acquire(fd, fcntl.LOCK_SH, self.why_waiting,
                                           (lambda line: None) if said else self.say)
                         return
                 finally:
                     os.close(gate)  # the next waiter's turn
-                if not said:
-                    self.say(self.why_waiting())
-                    said = True
-                since = since if since is not None else time.monotonic()
                 while self._turn_taken():
-                    if mark is None and time.monotonic() - since >= patience:
-                        mark = file_lock.open_shared_file(self.mark)
-                        fcntl.flock(mark, fcntl.LOCK_SH)
-                    time.sleep(_POLL_S)
+                    waiting()
         finally:
             if mark is not None:
                 os.close(mark)
