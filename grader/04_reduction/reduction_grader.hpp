@@ -7,9 +7,8 @@
 // sizes around warps, blocks and a full wave of threads, a prime near 2^20 and (outside the
 // sanitizer) 2^26 and 2^28 as memory allows, on four inputs (under the sanitizer uniform only):
 // uniform in [-1, 1], all ones, a cancelling one (sum near 0, sum of |x| large) and a large
-// offset (1000 + noise). The
-// tolerance is kC * ceil(log2 n) * u * sum|x| with u = 2^-24: a tree's error bound, relative
-// to sum|x| and never to |sum x| alone. Ones must come out exactly (n <= 2^24): every partial
+// offset (1000 + noise). The tolerance is kC * ceil(log2 n) * u * sum|x| with u = 2^-24: a
+// tree's error bound, relative to sum|x| and never to |sum x| alone. Ones must come out exactly (n <= 2^24): every partial
 // sum of ones is an integer float32 holds exactly, so any dropped or doubled element shows.
 // Outputs are poisoned and guarded; the workspace starts as garbage; calls are repeated
 // without resetting anything; the tracer sees which kernels ran, on which stream, and what
@@ -164,7 +163,8 @@ inline std::vector<std::size_t> correctness_sizes() {
 // elements were dropped or doubled. Under compute-sanitizer uniform only: its tools look at the
 // addresses, barriers and shared-memory accesses of a call, which the values do not change (a
 // sum reads every element whatever it holds), and a pass is checked there only once its tests
-// passed on every input; four inputs made racecheck take four times as long over lesson 04.
+// passed on every input. In a class on an H100 the check took 17.7 s a submission with four
+// inputs (4 gradings at once), 10.2 s with one (8 at once).
 inline std::vector<Input> inputs_for() {
   if (grader::sanitize_mode()) return {Input::Uniform};
   return {Input::Ones, Input::Uniform, Input::Cancelling, Input::Offset};
