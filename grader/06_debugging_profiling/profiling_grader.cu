@@ -108,6 +108,13 @@ std::string float_text(float v) { return workbook::format_value(v); }
 }  // namespace
 
 std::vector<Grid> grid_shapes() {
+  if (grader::racecheck_mode()) {
+    // One point, ragged tiles in both directions (two or more of up to 32 x 32), one row and one
+    // column, and a random grid of at most 64 x 64 (grader::racecheck_mode).
+    const std::uint64_t s = grader::seed_for("grids");
+    const auto draw = [&](int i) { return 1 + int(workbook::mix64(s + i) % 64); };
+    return {{1, 1}, {17, 16}, {33, 31}, {65, 33}, {1, 300}, {300, 1}, {draw(0), draw(1)}};
+  }
   std::vector<Grid> shapes{{1, 1},   {2, 1},  {1, 2},   {3, 3},   {16, 16},  {17, 16}, {16, 17},
                            {33, 31}, {31, 33}, {1, 300}, {300, 1}, {1000, 3}, {3, 1000}, {129, 257}};
   const std::uint64_t s = grader::seed_for("grids");

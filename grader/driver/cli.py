@@ -450,15 +450,21 @@ class Grader:
         return min((self.args.timeout or lesson.timeout_s) * SANITIZER_SLOWDOWN,
                    CHECK_START_S + CHECK_SLOWDOWN * elapsed_s)
 
-    def _check_run(self, program: str, lesson: Lesson, tasks: list, tool: str, elapsed_s: float) -> SanitizerRun:
+    def _check_run(self, program: str, lesson: Lesson, tasks: list, tool: str, elapsed_s: float,
+                   every_shape: bool = False) -> SanitizerRun:
         """One compute-sanitizer process over the correctness tests of `tasks`, in sanitizer mode."""
         with self._shared():
-            return self._sanitized(program, lesson, tasks, tool, elapsed_s)
+            return self._sanitized(program, lesson, tasks, tool, elapsed_s, every_shape)
 
-    def _sanitized(self, program: str, lesson: Lesson, tasks: list, tool: str, elapsed_s: float) -> SanitizerRun:
+    def _sanitized(self, program: str, lesson: Lesson, tasks: list, tool: str, elapsed_s: float,
+                   every_shape: bool = False) -> SanitizerRun:
         spec = ",".join(f"[{t.tag}]~[perf]" for t in tasks)
         limit = self._check_limit(lesson, elapsed_s)
-        phase = run_phase(program, spec, seed=self.seed, timeout_s=limit, env=dict(self.env, WORKBOOK_SANITIZE="1"),
+        # WORKBOOK_SANITIZE names the tool: small sizes for every tool, and under racecheck fewer
+        # shapes still (grader::racecheck_mode, grader/README.md "The check of a pass"); "1", every
+        # shape of the sanitizer mode, where a race is looked for behind results that differ.
+        mode = "1" if every_shape else tool
+        phase = run_phase(program, spec, seed=self.seed, timeout_s=limit, env=dict(self.env, WORKBOOK_SANITIZE=mode),
                           sanitizer=sanitizer.command(self.sanitizer, tool, check=True), sanitizer_tool=tool)
         return SanitizerRun(tool, [t.id for t in tasks], phase, limit)
 
@@ -539,7 +545,7 @@ class Grader:
             return races.follow_up(task, correctness, None, reproduce,
                                    f"there is no compute-sanitizer here ({self.no_sanitizer_why})")
         self._say(f"  {lesson.slug} task {task.id}: results differ between runs; racecheck ")
-        run = self._check_run(program, lesson, [task], "racecheck", elapsed_s)
+        run = self._check_run(program, lesson, [task], "racecheck", elapsed_s, every_shape=True)
         wall["sanitizer_check"] += run.phase.elapsed_s
         verdict = races.follow_up(task, correctness, run, reproduce)
         outcome = verdict.extra_data["results_differ"]["racecheck"]

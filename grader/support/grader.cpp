@@ -62,6 +62,11 @@ std::uint64_t seed_for(const std::string& name) {
 
 bool sanitize_mode() { return workbook::sanitizer_run(); }
 
+bool racecheck_mode() {
+  const char* tool = workbook::startup_env("WORKBOOK_SANITIZE");
+  return sanitize_mode() && tool != nullptr && std::string(tool) == "racecheck";
+}
+
 void record_metric(const std::string& name, double value) { state().metrics.emplace_back(name, value); }
 
 const std::vector<std::pair<std::string, double>>& recorded_metrics() { return state().metrics; }

@@ -27,6 +27,15 @@ std::uint64_t seed_for(const std::string& name);
 /// being graded cannot switch checks off.
 bool sanitize_mode();
 
+/// True in the check of a pass under racecheck (WORKBOOK_SANITIZE=racecheck at start-up): a test
+/// may then run fewer shapes than sanitize_mode's. Racecheck looks for shared-memory hazards inside
+/// a block, which every block of a launch shows alike, so a full block, a ragged last block and
+/// (for a loop over tiles) two trips of the loop find what more shapes would. Racecheck is the
+/// costly tool: on an H100 (November 2026) lesson 03's tiled test took about 2 s under it against
+/// 0.01 s under memcheck, and racecheck was half the solo time of a class's shared phases.
+/// ./grade --sanitize and the follow-up of results that differ run every shape.
+bool racecheck_mode();
+
 /// Records a number for the scoreboard (e.g. "fraction_of_copy_bandwidth").
 void record_metric(const std::string& name, double value);
 

@@ -498,7 +498,9 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
         self.assertEqual(memcheck["prefix"][:3], [self.sanitizer, "--tool", "memcheck"])
         self.assertIn("--track-stream-ordered-races all", " ".join(memcheck["prefix"]))
         self.assertIn("--report-api-errors no", " ".join(memcheck["prefix"]))
-        self.assertEqual(memcheck["env"].get("WORKBOOK_SANITIZE"), "1")  # small sizes, no guards
+        self.assertEqual(memcheck["env"].get("WORKBOOK_SANITIZE"), "memcheck")  # small sizes, no guards
+        racecheck = next(c for c in self.runs.calls if c["tool"] == "racecheck")
+        self.assertEqual(racecheck["env"].get("WORKBOOK_SANITIZE"), "racecheck")  # racecheck's fewer shapes
         self.assertEqual(memcheck["timeout_s"], 60 + 20 * (2.0 + 2.0))  # its own limit, from the plain runs
         plain = [c for c in self.runs.calls if not c["tool"] and not c["perf"]]
         # The lesson's tasks in one run, each with its own time limit; task 2, which failed there, alone.
@@ -745,7 +747,7 @@ tasks = re.findall(r'\\[task_(\\d+)\\]', spec)
 for task in tasks:
     emit(event='start', test='test of task ' + task, tags=['task_' + task])
     emit(event='end', test='test of task ' + task, tags=['task_' + task], outcome='passed',
-         metrics={'sanitize_mode': float(os.environ.get('WORKBOOK_SANITIZE') == '1')})
+         metrics={'sanitize_mode': float(os.environ.get('WORKBOOK_SANITIZE', '0')[:1] not in ('', '0'))})
 emit(event='run_end', test_cases=len(tasks))
 """
 STAND_IN_SANITIZER = """#!/usr/bin/env python3
