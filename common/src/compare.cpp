@@ -1,8 +1,13 @@
 // Whole-array comparison with a report a student can act on.
 #include "workbook/compare.hpp"
 
+#include "workbook/parallel.hpp"
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 namespace workbook {
@@ -28,11 +33,13 @@ std::string format_value(double value, bool unwritten) {
   return out.str();
 }
 
-ComparisonReport compare_to_reference(const float* got, const float* expected, std::size_t n, Tolerance tolerance,
-                                      std::size_t max_listed) {
+namespace {
+
+// The report of got[begin, end), its indices those of the whole array.
+ComparisonReport compare_range(const float* got, const float* expected, std::size_t begin, std::size_t end,
+                               Tolerance tolerance, std::size_t max_listed) {
   ComparisonReport report;
-  report.count = n;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = begin; i < end; ++i) {
     const bool unwritten = is_poison(got[i]);
     const double g = got[i];
     const double e = expected[i];
@@ -50,6 +57,37 @@ ComparisonReport compare_to_reference(const float* got, const float* expected, s
     if (!right) {
       ++report.wrong;
       if (report.first_mismatches.size() < max_listed) report.first_mismatches.push_back({i, e, g, unwritten});
+    }
+  }
+  return report;
+}
+
+}  // namespace
+
+ComparisonReport compare_to_reference(const float* got, const float* expected, std::size_t n, Tolerance tolerance,
+                                      std::size_t max_listed) {
+  // Ranges on every core (a 2^26-element output took 90 ms on one), merged in index order: the
+  // report is the one a single loop over [0, n) gives, whatever the number of ranges.
+  std::mutex mutex;
+  std::map<std::size_t, ComparisonReport> parts;  // by the range's first index
+  parallel_for(n, [&](std::size_t begin, std::size_t end) {
+    ComparisonReport part = compare_range(got, expected, begin, end, tolerance, max_listed);
+    const std::lock_guard<std::mutex> lock(mutex);
+    parts.emplace(begin, std::move(part));
+  });
+  ComparisonReport report;
+  report.count = n;
+  for (auto& [begin, part] : parts) {
+    if (part.unwritten > 0) {
+      if (report.unwritten == 0) report.first_unwritten = part.first_unwritten;
+      report.last_unwritten = part.last_unwritten;
+      report.unwritten += part.unwritten;
+    }
+    report.wrong += part.wrong;
+    report.max_abs_error = std::max(report.max_abs_error, part.max_abs_error);
+    report.max_rel_error = std::max(report.max_rel_error, part.max_rel_error);
+    for (const Mismatch& m : part.first_mismatches) {
+      if (report.first_mismatches.size() < max_listed) report.first_mismatches.push_back(m);
     }
   }
   return report;

@@ -4,6 +4,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -92,4 +93,44 @@ TEST_CASE("the poison value is a NaN nothing computes", "[compare]") {
   CHECK(workbook::is_poison(workbook::poison_value()));
   CHECK_FALSE(workbook::is_poison(std::nanf("")));
   CHECK_FALSE(workbook::is_poison(0.0f / 0.0f * 1.0f + std::nanf("")));
+}
+
+TEST_CASE("a large comparison, made on every core, reports what one loop over it would", "[compare]") {
+  // Several ranges of parallel_for's (2^18 elements at least each): wrong, unwritten and NaN
+  // elements in each of them, and more mismatches than are listed.
+  const std::size_t n = (std::size_t(1) << 21) + 12345;
+  std::vector<float> expected(n), got(n);
+  for (std::size_t i = 0; i < n; ++i) expected[i] = got[i] = 1.0f + float(i % 1000) / 7.0f;
+  const std::vector<std::size_t> unwritten{300001, 300002, 1500000, n - 1};
+  const std::vector<std::size_t> wrong{5, 262144, 262145, 900000, 2000000};
+  for (const std::size_t i : unwritten) got[i] = workbook::poison_value();
+  for (const std::size_t i : wrong) got[i] += 0.5f * float(i % 3 + 1);
+  got[1200000] = std::nanf("");  // NaN where the reference is not: wrong
+  expected[1700000] = got[1700000] = std::nanf("");  // NaN in both: right
+  const Tolerance tolerance{1e-6, 0};
+  const auto report = compare_to_reference(got.data(), expected.data(), n, tolerance, 5);
+  // One loop, as the report's definition says.
+  std::size_t wrong_count = 0, unwritten_count = 0;
+  double max_abs = 0;
+  std::vector<std::size_t> listed;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool right = workbook::element_agrees(got[i], expected[i], tolerance);
+    if (workbook::is_poison(got[i])) ++unwritten_count;
+    else if (!std::isnan(got[i]) && !std::isnan(expected[i])) max_abs = std::max(max_abs, std::fabs(double(got[i]) - expected[i]));
+    if (!right && listed.size() < 5) listed.push_back(i);
+    wrong_count += right ? 0 : 1;
+  }
+  CHECK(report.count == n);
+  CHECK(report.wrong == wrong_count);
+  CHECK(report.wrong == unwritten.size() + wrong.size() + 1);
+  CHECK(report.unwritten == unwritten_count);
+  CHECK(report.first_unwritten == 300001);
+  CHECK(report.last_unwritten == n - 1);
+  CHECK_FALSE(report.unwritten_is_tail());
+  CHECK(report.max_abs_error == max_abs);
+  REQUIRE(report.first_mismatches.size() == 5);
+  for (std::size_t k = 0; k < listed.size(); ++k) CHECK(report.first_mismatches[k].index == listed[k]);
+  CHECK(report.first_mismatches[3].index == 300001);
+  CHECK(report.first_mismatches[3].unwritten);
+  CHECK_THAT(report.describe(), ContainsSubstring("and 5 more"));
 }
