@@ -35,6 +35,10 @@
 #                                       programs: the timed tests (measuring their own yardsticks,
 #                                       as the reference does), and the correctness tests of the
 #                                       check of a pass under racecheck, at the sanitizer's sizes
+#   tools/gpu_check.sh shared           a class's shared phases without the class (tools/shared_mix.py):
+#                                       the solutions' correctness and sanitizer-check processes of
+#                                       every lesson for 3 students, one at a time and 4 at once, and
+#                                       each process's seconds (about 2 minutes on an H100)
 #   tools/gpu_check.sh summary          the short summary of everything run so far
 #
 # Stages can be combined in one call (tools/gpu_check.sh build tests summary). Logs collect in
@@ -231,6 +235,12 @@ stage_durations() {
     awk '/^[0-9]+\.[0-9]+ s: / && $1 < 0.1 { next } { print }' | cut -c1-150 | tee -a "$logs/stages.txt"
 }
 
+stage_shared() {
+  python3 tools/shared_mix.py build/test --students 3 --at-once 1 4 > "$logs/shared.log" 2>&1
+  echo "shared: exit $?" | tee -a "$logs/stages.txt"
+  sed 's/^/  /' "$logs/shared.log" | tee -a "$logs/stages.txt"
+}
+
 stage_ncu() {
   local metrics ncu program test name started tries unknown
   ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
@@ -339,12 +349,13 @@ while [ $# -gt 0 ]; do
     cost) stage_cost ;;
     ncu) stage_ncu ;;
     durations) stage_durations ;;
+    shared) stage_shared ;;
     stats) stage_stats "${1:-100}"; shift ;;
     first-grade) stage_first_grade ;;
     class) stage_class "${1:-16}"; shift ;;
     rest) if [ -f "${1:-}" ]; then stage_rest "$1"; shift; else stage_rest "$logs/suite.log"; fi ;;
     summary) stage_summary ;;
-    *) echo "gpu_check.sh: unknown stage '$stage' (build, suite, rest, tests, e2e REGEX, sanitize, cost, ncu, durations, stats N, first-grade, class N, summary)" >&2
+    *) echo "gpu_check.sh: unknown stage '$stage' (build, suite, rest, tests, e2e REGEX, sanitize, cost, ncu, durations, shared, stats N, first-grade, class N, summary)" >&2
        exit 2 ;;
   esac
 done

@@ -1,0 +1,48 @@
+"""tools/shared_mix.py: the processes of a class's shared phases, as the driver runs them."""
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import shared_mix  # noqa: E402
+from driver import manifest, sanitizer  # noqa: E402
+
+LESSON = manifest.parse_manifest({"lessons": [{
+    "slug": "09_demo", "title": "Demo", "sources": ["demo.cu"], "sanitizers": ["memcheck", "racecheck"],
+    "tasks": [{"id": 1, "title": "a", "points": {"correctness": 1}},
+              {"id": 2, "title": "b", "points": {"correctness": 1}, "sanitizers": ["memcheck"]},
+              {"id": 3, "title": "c", "points": {"correctness": 1}, "sanitizers": ["synccheck", "racecheck"]}]}]})[0]
+
+
+class LessonJobsTest(unittest.TestCase):
+    def test_correctness_then_one_process_per_tool_over_the_tasks_that_name_it(self):
+        jobs = shared_mix.lesson_jobs(LESSON, "/b/grade_09_demo__solutions", "/cuda/compute-sanitizer")
+        self.assertEqual([label for label, _, _ in jobs],
+                         ["09_demo correctness", "09_demo memcheck", "09_demo racecheck", "09_demo synccheck"])
+        label, command, env = jobs[0]
+        self.assertEqual(command[:2], ["/b/grade_09_demo__solutions", "~[perf]"])
+        self.assertEqual(env, {})  # full sizes, as the graded run
+        specs = {label.split()[-1]: command[-3] for label, command, _ in jobs[1:]}
+        self.assertEqual(specs, {"memcheck": "[task_1]~[perf],[task_2]~[perf]",
+                                 "racecheck": "[task_1]~[perf],[task_3]~[perf]",
+                                 "synccheck": "[task_3]~[perf]"})
+        for label, command, env in jobs[1:]:
+            tool = label.split()[-1]
+            # The driver's own prefix and mode, so that the measurement cannot drift from a grading.
+            self.assertEqual(command[:-4], sanitizer.command("/cuda/compute-sanitizer", tool, check=True))
+            self.assertEqual(env, {"WORKBOOK_SANITIZE": tool})
+
+    def test_a_program_not_built_is_named(self):
+        with self.assertRaises(SystemExit) as raised:
+            shared_mix.all_jobs({"trees": {"solutions": {"lessons": {}}}}, [LESSON], "cs")
+        self.assertIn("09_demo", str(raised.exception))
+        self.assertIn("not in the build index", str(raised.exception))
+
+    def test_counts_below_one_are_refused(self):
+        with self.assertRaises(SystemExit):
+            shared_mix.main(["build", "--at-once", "0"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""How fast one GPU gets through a class's shared phases: the correctness and sanitizer-check
+processes of every lesson for S students (the reference solutions, as a class of correct
+students), run C at a time, without the driver, the lock or the timed phases.
+
+    tools/shared_mix.py BUILD_DIR [--students S] [--at-once C [C ...]] [--lessons 01 03 ...]
+
+Each student's processes are those ./grade-class runs for a lesson whose tasks all pass: the
+lesson's correctness tests in one process at full sizes, then one compute-sanitizer process per
+tool the manifest names, over the tasks that name it, in sanitizer mode (the command line, the
+tool's WORKBOOK_SANITIZE and the spec come from the driver's own code: sanitizer.command and
+Grader._sanitized). It prints, for each C, the seconds a student took; then each process of one
+student alone, so that the slowest can be found. A class's shared phases also hold broken
+submissions (hangs, crashes, reruns), which this leaves out: it is the floor for correct work,
+a quick way (minutes, not a class's ten) to see what a change to the tests or the tools saves.
+
+Measured on an H100 (28 November 2026), three students: one process at a time 32.1 s a student,
+4 at once 15.6 s, 8 at once 15.0 s; the processes slow each other through the GPU (a kernel and
+its synchronisation took 12 us alone and 1.1 ms with 8 processes doing the same; a CUDA context
+0.2-0.36 s alone and about 1.1 s with 8 created at once). Racecheck was half the time one at a
+time; with its fewer shapes (grader::racecheck_mode) 30.1 s and 13.3 s at 4."""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "grader"))
+from driver import build, manifest, sanitizer  # noqa: E402
+
+Job = Tuple[str, List[str], Dict[str, str]]  # label, command, environment added
+
+
+def lesson_jobs(lesson: manifest.Lesson, program: str, executable: str) -> List[Job]:
+    """One lesson's processes, in the order ./grade-class runs them for a lesson that passes."""
+    jobs: List[Job] = [(f"{lesson.slug} correctness", [program, "~[perf]", "--reporter", "compact"], {})]
+    tools: List[str] = []
+    for task in lesson.tasks:
+        tools += [tool for tool in task.sanitizers if tool not in tools]
+    for tool in tools:
+        spec = ",".join(f"[{t.tag}]~[perf]" for t in lesson.tasks if tool in t.sanitizers)
+        command = sanitizer.command(executable, tool, check=True) + [program, spec, "--reporter", "compact"]
+        jobs.append((f"{lesson.slug} {tool}", command, {"WORKBOOK_SANITIZE": tool}))
+    return jobs
+
+
+def all_jobs(index: dict, lessons: Sequence[manifest.Lesson], executable: str) -> List[Job]:
+    """Every lesson's processes for one student: the solutions' programs the build index names."""
+    programs = build.programs(index, "solutions")
+    jobs: List[Job] = []
+    for lesson in lessons:
+        program = programs.get(lesson.slug)
+        if not program or not os.path.isfile(program):
+            raise SystemExit(f"shared_mix.py: the solutions' program of {lesson.slug} is not built "
+                             f"({program or 'not in the build index'})")
+        jobs += lesson_jobs(lesson, program, executable)
+    return jobs
+
+
+def run_job(job: Job) -> Tuple[str, float, int]:
+    label, command, env = job
+    started = time.monotonic()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, **env))
+    return label, time.monotonic() - started, done.returncode
+
+
+def run_all(jobs: Sequence[Job], students: int, at_once: int) -> Tuple[float, List[str]]:
+    """The seconds `students` copies of `jobs` took, `at_once` processes at a time, and the jobs
+    that failed."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=at_once) as pool:
+        results = list(pool.map(run_job, [job for _ in range(students) for job in jobs]))
+    failed = sorted({f"{label} (exit {code})" for label, _, code in results if code != 0})
+    return time.monotonic() - started, failed
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("build_dir", type=Path)
+    parser.add_argument("--students", type=int, default=3)
+    parser.add_argument("--at-once", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--lessons", nargs="*", default=[])
+    args = parser.parse_args(argv)
+    if args.students < 1 or any(c < 1 for c in args.at_once):
+        parser.error("--students and --at-once take counts of 1 or more")
+    index = build.load_index(args.build_dir)
+    if index is None:
+        raise SystemExit(f"shared_mix.py: {args.build_dir} is not configured (cmake --preset test)")
+    executable, why = sanitizer.find_sanitizer(index)
+    if executable is None:
+        raise SystemExit(f"shared_mix.py: no compute-sanitizer: {why}")
+    lessons = manifest.select_lessons(manifest.load_manifest(ROOT / "lessons" / "manifest.json"), args.lessons)
+    jobs = all_jobs(index, lessons, executable)
+    print(f"{len(jobs)} processes a student, {args.students} students")
+    for at_once in args.at_once:
+        seconds, failed = run_all(jobs, args.students, at_once)
+        print(f"{at_once} at once: {seconds / args.students:.1f} s a student ({seconds:.1f} s)"
+              + (f"; FAILED: {', '.join(failed)}" if failed else ""), flush=True)
+    print("one student's processes, one at a time:")
+    for label, seconds, code in map(run_job, jobs):
+        print(f"  {seconds:6.2f} s  {label}" + (f"  (exit {code})" if code else ""), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
