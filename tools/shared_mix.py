@@ -7,18 +7,22 @@ students), run C at a time, without the driver, the lock or the timed phases.
 
 Each student's processes are those ./grade-class runs for a lesson whose tasks all pass: the
 lesson's correctness tests in one process at full sizes, then one compute-sanitizer process per
-tool the manifest names, over the tasks that name it, in sanitizer mode (the command line, the
-tool's WORKBOOK_SANITIZE and the spec come from the driver's own code: sanitizer.command and
-Grader._sanitized). It prints, for each C, the seconds a student took; then each process of one
-student alone, so that the slowest can be found. A class's shared phases also hold broken
-submissions (hangs, crashes, reruns), which this leaves out: it is the floor for correct work,
-a quick way (minutes, not a class's ten) to see what a change to the tests or the tools saves.
+tool the manifest names, over the tasks that name it, in sanitizer mode (the sanitizer's command
+line is the driver's own, sanitizer.command; the spec and WORKBOOK_SANITIZE are made as
+Grader._sanitized makes them, and the driver's settings are not inherited from the shell, as in
+runner.run_phase). Every process gets the same --rng-seed, so that two runs draw the same shapes.
+Left out: the driver's racecheck split per task, its tools side by side within one grading, and
+the tests run with the GPU held alone. It prints, for each C, the seconds a student took; then
+each process of one student alone, so that the slowest can be found; and exits 1 when a process
+failed. A class's shared phases also hold broken submissions (hangs, crashes, reruns), which this
+leaves out: it is the floor for correct work, a quick way (about 3 minutes on an H100, where a
+class of 12 takes 7) to see what a change to the tests or the tools saves.
 
-Measured on an H100 (28 November 2026), three students: one process at a time 32.1 s a student,
-4 at once 15.6 s, 8 at once 15.0 s; the processes slow each other through the GPU (a kernel and
-its synchronisation took 12 us alone and 1.1 ms with 8 processes doing the same; a CUDA context
-0.2-0.36 s alone and about 1.1 s with 8 created at once). Racecheck was half the time one at a
-time; with its fewer shapes (grader::racecheck_mode) 30.1 s and 13.3 s at 4."""
+Measured on an H100 (28 November 2026) with a script that ran the same processes (random seeds,
+no --print-limit), three students, one run each: one process at a time 32.1 s a student, 4 at
+once 15.6 s, 8 at once 15.0 s; the processes slow each other through the GPU (grader/README.md,
+"Why side by side buys little beyond 4 at once"). Racecheck was about 45% of the time one at a
+time; with a first subset of its shapes (grader::racecheck_mode) 30.1 s, and 13.3 s at 4."""
 from __future__ import annotations
 
 import argparse
@@ -33,20 +37,23 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "grader"))
-from driver import build, manifest, sanitizer  # noqa: E402
+from driver import build, manifest, runner, sanitizer  # noqa: E402
+
+SEED = 20261128  # every process's --rng-seed: the same shapes from one run to the next
 
 Job = Tuple[str, List[str], Dict[str, str]]  # label, command, environment added
 
 
 def lesson_jobs(lesson: manifest.Lesson, program: str, executable: str) -> List[Job]:
     """One lesson's processes, in the order ./grade-class runs them for a lesson that passes."""
-    jobs: List[Job] = [(f"{lesson.slug} correctness", [program, "~[perf]", "--reporter", "compact"], {})]
+    seed = ["--rng-seed", str(SEED), "--reporter", "compact"]
+    jobs: List[Job] = [(f"{lesson.slug} correctness", [program, "~[perf]"] + seed, {})]
     tools: List[str] = []
     for task in lesson.tasks:
         tools += [tool for tool in task.sanitizers if tool not in tools]
     for tool in tools:
         spec = ",".join(f"[{t.tag}]~[perf]" for t in lesson.tasks if tool in t.sanitizers)
-        command = sanitizer.command(executable, tool, check=True) + [program, spec, "--reporter", "compact"]
+        command = sanitizer.command(executable, tool, check=True) + [program, spec] + seed
         jobs.append((f"{lesson.slug} {tool}", command, {"WORKBOOK_SANITIZE": tool}))
     return jobs
 
@@ -67,7 +74,8 @@ def all_jobs(index: dict, lessons: Sequence[manifest.Lesson], executable: str) -
 def run_job(job: Job) -> Tuple[str, float, int]:
     label, command, env = job
     started = time.monotonic()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, **env))
+    inherited = {k: v for k, v in os.environ.items() if k not in runner.DRIVER_SETTINGS}
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(inherited, **env))
     return label, time.monotonic() - started, done.returncode
 
 
@@ -99,14 +107,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     lessons = manifest.select_lessons(manifest.load_manifest(ROOT / "lessons" / "manifest.json"), args.lessons)
     jobs = all_jobs(index, lessons, executable)
     print(f"{len(jobs)} processes a student, {args.students} students")
+    status = 0
     for at_once in args.at_once:
         seconds, failed = run_all(jobs, args.students, at_once)
+        status = status or (1 if failed else 0)
         print(f"{at_once} at once: {seconds / args.students:.1f} s a student ({seconds:.1f} s)"
               + (f"; FAILED: {', '.join(failed)}" if failed else ""), flush=True)
     print("one student's processes, one at a time:")
     for label, seconds, code in map(run_job, jobs):
+        status = status or (1 if code else 0)
         print(f"  {seconds:6.2f} s  {label}" + (f"  (exit {code})" if code else ""), flush=True)
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -96,8 +96,9 @@ TEST_CASE("the poison value is a NaN nothing computes", "[compare]") {
 }
 
 TEST_CASE("a large comparison, made on every core, reports what one loop over it would", "[compare]") {
-  // Several ranges of parallel_for's (2^18 elements at least each): wrong, unwritten and NaN
-  // elements in each of them, and more mismatches than are listed.
+  // Wrong, unwritten and NaN elements spread over 2^21 elements, and more mismatches than are
+  // listed: several of parallel_for's ranges (2^18 elements at least each) on a machine of several
+  // cores; one range, the loop alone, on one core.
   const std::size_t n = (std::size_t(1) << 21) + 12345;
   std::vector<float> expected(n), got(n);
   for (std::size_t i = 0; i < n; ++i) expected[i] = got[i] = 1.0f + float(i % 1000) / 7.0f;

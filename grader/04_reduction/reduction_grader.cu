@@ -262,6 +262,8 @@ std::vector<grader::TracedKernel> cub_kernels(const grader::Trace& t) {
 }
 
 void check_own_kernels_on_stream(const Subject& s, const char* task) {
+  // Under compute-sanitizer the call still runs (untraced): the check of a pass's one large,
+  // aligned input (correctness_sizes stops at 4099 there). Keep it running there.
   const std::size_t n = std::size_t(1) << 20;
   Data d(n, Input::Uniform, std::string(task) + " trace");
   Output o;

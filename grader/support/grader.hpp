@@ -28,9 +28,10 @@ std::uint64_t seed_for(const std::string& name);
 bool sanitize_mode();
 
 /// True in the check of a pass under racecheck (WORKBOOK_SANITIZE=racecheck at start-up): a test
-/// may then run fewer shapes than sanitize_mode's. Racecheck looks for shared-memory hazards inside
-/// a block, which every block of a launch shows alike, so a full block, a ragged last block and
-/// (for a loop over tiles) two trips of the loop find what more shapes would. Racecheck is the
+/// may then run a subset of sanitize_mode's shapes (so that ./grade --sanitize, which runs them
+/// all, shows what racecheck found). Racecheck looks for shared-memory hazards inside a block, and
+/// a block shows one where it takes the racing path: the subset keeps whole interior blocks,
+/// ragged edge blocks (their paths differ), and two trips of a loop over tiles. Racecheck is the
 /// costly tool: on an H100 (November 2026) lesson 03's tiled test took about 2 s under it against
 /// 0.01 s under memcheck, and racecheck was half the solo time of a class's shared phases.
 /// ./grade --sanitize and the follow-up of results that differ run every shape.

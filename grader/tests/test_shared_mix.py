@@ -22,15 +22,16 @@ class LessonJobsTest(unittest.TestCase):
                          ["09_demo correctness", "09_demo memcheck", "09_demo racecheck", "09_demo synccheck"])
         label, command, env = jobs[0]
         self.assertEqual(command[:2], ["/b/grade_09_demo__solutions", "~[perf]"])
+        self.assertEqual(command[2:4], ["--rng-seed", str(shared_mix.SEED)])  # the same shapes every run
         self.assertEqual(env, {})  # full sizes, as the graded run
-        specs = {label.split()[-1]: command[-3] for label, command, _ in jobs[1:]}
+        specs = {label.split()[-1]: command[-5] for label, command, _ in jobs[1:]}
         self.assertEqual(specs, {"memcheck": "[task_1]~[perf],[task_2]~[perf]",
                                  "racecheck": "[task_1]~[perf],[task_3]~[perf]",
                                  "synccheck": "[task_3]~[perf]"})
         for label, command, env in jobs[1:]:
             tool = label.split()[-1]
             # The driver's own prefix and mode, so that the measurement cannot drift from a grading.
-            self.assertEqual(command[:-4], sanitizer.command("/cuda/compute-sanitizer", tool, check=True))
+            self.assertEqual(command[:-6], sanitizer.command("/cuda/compute-sanitizer", tool, check=True))
             self.assertEqual(env, {"WORKBOOK_SANITIZE": tool})
 
     def test_a_program_not_built_is_named(self):
