@@ -167,6 +167,8 @@ except (OSError, ValueError) as e:
 print(f"  gradings {time.get('gradings')}, grading wall {time.get('grading_wall_s')} s, median {time.get('grading_s_median')} s")
 for key in ("phases_s", "phase_details_s", "gpu_lock_s", "timing_cache"):
     print(f"  {key}: {time.get(key)}")
+print("  longest: " + ", ".join(f"{p['submission']} {p['lesson'][:2]} {p['phase']} {p['s']} s"
+                                for p in time.get("longest_s") or []))
 # Issue 25's goal: 100 submissions of every lesson in 30 minutes on one GPU. At this class's rate,
 # and the floor its time alone on the GPU sets (each submission's holds alone, one after another).
 n, wall = time.get("gradings") or 0, time.get("grading_wall_s") or 0

@@ -491,6 +491,9 @@ def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir
     return code, text, time.monotonic() - start
 
 
+LONGEST = 10  # class.json's "longest_s": that many of the longest phases
+
+
 def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -> dict:
     """class.json's "time": the gradings' seconds, in all and by phase (each ./grade's own
     results.json), per lesson and for the class, and what the timing cache reused."""
@@ -498,6 +501,7 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
     by_lesson: Dict[str, Counter] = defaultdict(Counter)
     details_by_lesson: Dict[str, Counter] = defaultdict(Counter)
     seconds = []
+    parts = []  # (seconds, submission, lesson, phase): the class's longest pieces of work
     for name in names:
         record = read_json(paths.result(name))
         if isinstance(record, dict) and isinstance(record.get("seconds"), (int, float)):
@@ -509,6 +513,7 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
             for slug, wall in spent.items():
                 total.update(wall)
                 per_lesson[slug].update(wall)
+        parts += [(s, name, slug, phase) for slug, wall in one.phases.items() for phase, s in wall.items()]
         lock.update(one.lock)
     rounded = lambda d: {k: round(v, 1) for k, v in sorted(d.items())}  # noqa: E731
     time_record = {"gradings": len(seconds), "grading_s_total": round(sum(seconds), 1),
@@ -522,6 +527,11 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
                    "phase_details_s_by_lesson": {k: rounded(v) for k, v in sorted(details_by_lesson.items())},
                    "phase_details_note": "of the phases' seconds, those inside the test cases (<phase>_in_tests; "
                                          "the rest is the programs' loading, start and exit)",
+                   "longest_s": [{"submission": name, "lesson": slug, "phase": phase, "s": round(s, 1)}
+                                 for s, name, slug, phase in sorted(parts, key=lambda p: (-p[0], p[1:]))[:LONGEST]],
+                   "longest_note": f"the {LONGEST} longest phases of one lesson of one submission: where a "
+                                   "class's time goes when a few submissions (a hang, a slow kernel, reruns) "
+                                   "take much of it",
                    "gpu_lock_s": rounded(lock),
                    "gpu_lock_note": "seconds the gradings waited for their GPU's lock and held it, summed: "
                                     "exclusive_held is the time the GPUs were given to one grading alone, the "

@@ -319,6 +319,17 @@ class WhereTheTimeWentTest(Temp):
         self.assertEqual(times["phase_details_s_by_lesson"]["02_multiply_add"], {"reference_in_tests": 0.5})
         self.assertEqual(times["gpu_lock_s"], {"exclusive_held": 6.0, "exclusive_waited": 3.0, "nvidia_smi": 0.3,
                                                "shared_held": 2.0, "shared_waited": 0.5})
+        # The longest phases of one lesson of one submission, longest first (ties by name), at most
+        # LONGEST of them; the totals and the numbers of other shapes left out.
+        longest = [(p["submission"], p["lesson"], p["phase"], p["s"]) for p in times["longest_s"]]
+        self.assertEqual(longest[:4], [("alice", "02_multiply_add", "counters", 4.0),
+                                       ("alice", "01_vector_add", "performance", 2.0),
+                                       ("alice", "01_vector_add", "reference", 2.0),
+                                       ("alice", "01_vector_add", "correctness", 1.5)])
+        self.assertEqual(len(longest), 8)  # alice 5, bob 3 (erin's "lots" left out)
+        with unittest.mock.patch.object(cg, "LONGEST", 2), contextlib.redirect_stdout(io.StringIO()):
+            cg.merge(paths, LESSONS, ["alice", "bob"], 7, {})
+        self.assertEqual(len(json.loads(paths.record.read_text())["time"]["longest_s"]), 2)
 
 
 class InterruptTest(Temp):
