@@ -157,6 +157,9 @@ stage_class() {
   sampler_stop
   python3 tools/lock_log_summary.py "$logs/locks_class_$size.log" | tee -a "$logs/stages.txt"
   cp "$class/grades/class.json" "$logs/class_$size.json" 2>/dev/null
+  # Each submission's feedback (its scoreboard, results.json with its phases' seconds), for a
+  # look at where one grading's time went beyond class.json's totals.
+  tar -czf "$logs/class_${size}_feedback.tar.gz" -C "$class/grades" feedback 2>/dev/null
   # Where the class's time went (class.json's "time", grader/README.md).
   python3 - "$class/grades/class.json" <<'PY' | tee -a "$logs/stages.txt"
 import json, sys
