@@ -38,7 +38,7 @@
 #   tools/gpu_check.sh shared           a class's shared phases without the class (tools/shared_mix.py):
 #                                       the solutions' correctness and sanitizer-check processes of
 #                                       every lesson for 3 students, one at a time and 4 at once, and
-#                                       each process's seconds (about 2 minutes on an H100)
+#                                       each process's seconds (about 3 minutes on an H100)
 #   tools/gpu_check.sh summary          the short summary of everything run so far
 #
 # Stages can be combined in one call (tools/gpu_check.sh build tests summary). Logs collect in
