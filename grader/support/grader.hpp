@@ -33,7 +33,7 @@ bool sanitize_mode();
 /// a block shows one where it takes the racing path: the subset keeps whole interior blocks,
 /// ragged edge blocks (their paths differ), and two trips of a loop over tiles. Racecheck is the
 /// costly tool: on an H100 (November 2026) lesson 03's tiled test took about 2 s under it against
-/// 0.01 s under memcheck, and racecheck was half the solo time of a class's shared phases.
+/// 0.01 s under memcheck, and racecheck was about 45% of the solo time of a class's shared phases.
 /// ./grade --sanitize and the follow-up of results that differ run every shape.
 bool racecheck_mode();
 
