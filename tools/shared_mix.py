@@ -8,9 +8,8 @@ students), run C at a time, without the driver, the lock or the timed phases.
 Each student's processes are those ./grade-class runs for a lesson whose tasks all pass: the
 lesson's correctness tests in one process at full sizes, then one compute-sanitizer process per
 tool the manifest names, over the tasks that name it, in sanitizer mode (the sanitizer's command
-line is the driver's own, sanitizer.command; the spec and WORKBOOK_SANITIZE are made as
-Grader._sanitized makes them, and the driver's settings are not inherited from the shell, as in
-runner.run_phase). Every process gets the same --rng-seed, so that two runs draw the same shapes.
+line, the tools, the spec, WORKBOOK_SANITIZE and the environment are the driver's own:
+sanitizer.command, cli.sanitizer_tools, cli.check_run, runner.program_environment). Every process gets the same --rng-seed, so that two runs draw the same shapes.
 Left out: the driver's racecheck split per task, its tools side by side within one grading, and
 the tests run with the GPU held alone. It prints, for each C, the seconds a student took; then
 each process of one student alone, so that the slowest can be found; and exits 1 when a process
@@ -27,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -37,7 +35,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "grader"))
-from driver import build, manifest, runner, sanitizer  # noqa: E402
+from driver import build, cli, manifest, runner, sanitizer  # noqa: E402
 
 SEED = 20261128  # every process's --rng-seed: the same shapes from one run to the next
 
@@ -48,13 +46,10 @@ def lesson_jobs(lesson: manifest.Lesson, program: str, executable: str) -> List[
     """One lesson's processes, in the order ./grade-class runs them for a lesson that passes."""
     seed = ["--rng-seed", str(SEED), "--reporter", "compact"]
     jobs: List[Job] = [(f"{lesson.slug} correctness", [program, "~[perf]"] + seed, {})]
-    tools: List[str] = []
-    for task in lesson.tasks:
-        tools += [tool for tool in task.sanitizers if tool not in tools]
-    for tool in tools:
-        spec = ",".join(f"[{t.tag}]~[perf]" for t in lesson.tasks if tool in t.sanitizers)
+    for tool in cli.sanitizer_tools(lesson.tasks):
+        spec, settings = cli.check_run([t for t in lesson.tasks if tool in t.sanitizers], tool)
         command = sanitizer.command(executable, tool, check=True) + [program, spec] + seed
-        jobs.append((f"{lesson.slug} {tool}", command, {"WORKBOOK_SANITIZE": tool}))
+        jobs.append((f"{lesson.slug} {tool}", command, settings))
     return jobs
 
 
@@ -74,8 +69,8 @@ def all_jobs(index: dict, lessons: Sequence[manifest.Lesson], executable: str) -
 def run_job(job: Job) -> Tuple[str, float, int]:
     label, command, env = job
     started = time.monotonic()
-    inherited = {k: v for k, v in os.environ.items() if k not in runner.DRIVER_SETTINGS}
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(inherited, **env))
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          env=runner.program_environment(env))
     return label, time.monotonic() - started, done.returncode
 
 

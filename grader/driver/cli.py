@@ -263,6 +263,24 @@ def yardsticks_env(figures: Dict[str, float], tag: str = "") -> Dict[str, str]:
     return {YARDSTICKS_ENV: ",".join(given)} if given else {}
 
 
+def sanitizer_tools(tasks: list) -> List[str]:
+    """The compute-sanitizer tools the tasks name (the manifest's "sanitizers"), each once, in the
+    manifest's order: one check process each (Grader._sanitizer_check, tools/shared_mix.py)."""
+    tools: List[str] = []
+    for task in tasks:
+        tools += [tool for tool in task.sanitizers if tool not in tools]
+    return tools
+
+
+def check_run(tasks: list, tool: str, every_shape: bool = False) -> Tuple[str, Dict[str, str]]:
+    """The test spec and the settings of a check process over `tasks` under `tool`: their
+    correctness tests in sanitizer mode. WORKBOOK_SANITIZE names the tool (small sizes for every
+    tool, and under racecheck a subset of the shapes: grader::racecheck_mode, grader/README.md "The
+    check of a pass"); "1", every shape of the sanitizer mode, where a race is looked for behind
+    results that differ."""
+    return (",".join(f"[{t.tag}]~[perf]" for t in tasks), {"WORKBOOK_SANITIZE": "1" if every_shape else tool})
+
+
 def hung_part(whole: PhaseResult, tasks: list, limit: float) -> Dict[int, PhaseResult]:
     """Of a lesson-wide run (Grader._correctness_together, _timed_together) stopped because one
     test passed its time limit: that test's task, timed out as it would be alone (hung_task_phase),
@@ -458,13 +476,9 @@ class Grader:
 
     def _sanitized(self, program: str, lesson: Lesson, tasks: list, tool: str, elapsed_s: float,
                    every_shape: bool = False) -> SanitizerRun:
-        spec = ",".join(f"[{t.tag}]~[perf]" for t in tasks)
+        spec, settings = check_run(tasks, tool, every_shape)
         limit = self._check_limit(lesson, elapsed_s)
-        # WORKBOOK_SANITIZE names the tool: small sizes for every tool, and under racecheck fewer
-        # shapes still (grader::racecheck_mode, grader/README.md "The check of a pass"); "1", every
-        # shape of the sanitizer mode, where a race is looked for behind results that differ.
-        mode = "1" if every_shape else tool
-        phase = run_phase(program, spec, seed=self.seed, timeout_s=limit, env=dict(self.env, WORKBOOK_SANITIZE=mode),
+        phase = run_phase(program, spec, seed=self.seed, timeout_s=limit, env=dict(self.env, **settings),
                           sanitizer=sanitizer.command(self.sanitizer, tool, check=True), sanitizer_tool=tool)
         return SanitizerRun(tool, [t.id for t in tasks], phase, limit)
 
@@ -490,9 +504,7 @@ class Grader:
         finding is judged by the first tool, in the manifest's order, that found one: the tools
         after it do not count."""
         outcomes: Dict[int, List[ToolOutcome]] = {t.id: [] for t in passed}
-        tools: List[str] = []  # in the manifest's order, each once
-        for task in passed:
-            tools += [tool for tool in task.sanitizers if tool not in tools]
+        tools = sanitizer_tools(passed)
         batches, split = [], set()  # split: the tools run one process per task
         for tool in tools:
             tasks = [t for t in passed if tool in t.sanitizers]

@@ -330,6 +330,14 @@ def side_by_side(calls: Sequence[Callable[[], T]], workers: int) -> List[T]:
 DRIVER_SETTINGS = ("WORKBOOK_PROFILE", "WORKBOOK_YARDSTICKS", "WORKBOOK_SANITIZE", "WORKBOOK_COPY_BANDWIDTH_GBPS")
 
 
+def program_environment(env: Dict[str, str]) -> Dict[str, str]:
+    """A grader program's environment: this process's, with `env` on top. The settings the driver
+    gives a grader program come from the caller only, never from the user's shell
+    (DRIVER_SETTINGS)."""
+    inherited = {k: v for k, v in os.environ.items() if k not in DRIVER_SETTINGS}
+    return dict(inherited, **env)
+
+
 class _TestWatch:
     """Follows a running program's report file: how long its open test has been running, as the
     driver saw it start, or, with none open, how long since the last one ended (or the program
@@ -377,10 +385,7 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
         key_read, key_write = os.pipe()
         os.write(key_write, key.encode())
         os.close(key_write)
-        # The settings the driver gives a grader program come from the caller only, never from the
-        # user's shell (DRIVER_SETTINGS).
-        inherited = {k: v for k, v in os.environ.items() if k not in DRIVER_SETTINGS}
-        child_env = dict(inherited, **env, WORKBOOK_REPORT=report, WORKBOOK_REPORT_KEY_FD=str(key_read))
+        child_env = program_environment(dict(env, WORKBOOK_REPORT=report, WORKBOOK_REPORT_KEY_FD=str(key_read)))
         start = time.monotonic()
         # A new session, so a timeout kills the sanitizer and the program it started.
         try:

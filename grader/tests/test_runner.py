@@ -347,9 +347,15 @@ class RealProgramTest(unittest.TestCase):
         metrics = r.metrics()
         self.assertEqual(metrics["copy_bandwidth_gbps"], 1234)
         self.assertEqual((metrics["guard_elements"], metrics["sanitize_mode"]), (4096, 0))
-        # The other way round: a program started under --sanitize stays there.
+        self.assertEqual(metrics["racecheck_mode"], 0)  # nor racecheck's fewer shapes
+        # The other way round: a program started under --sanitize stays there, with every shape;
+        # the check of a pass under racecheck names its tool, and gets racecheck's subset.
         metrics = self.run_program("[honest]", WORKBOOK_SANITIZE="1").metrics()
-        self.assertEqual((metrics["guard_elements"], metrics["sanitize_mode"]), (0, 1))
+        self.assertEqual((metrics["guard_elements"], metrics["sanitize_mode"], metrics["racecheck_mode"]), (0, 1, 0))
+        metrics = self.run_program("[honest]", WORKBOOK_SANITIZE="memcheck").metrics()
+        self.assertEqual((metrics["guard_elements"], metrics["sanitize_mode"], metrics["racecheck_mode"]), (0, 1, 0))
+        metrics = self.run_program("[honest]", WORKBOOK_SANITIZE="racecheck").metrics()
+        self.assertEqual((metrics["guard_elements"], metrics["sanitize_mode"], metrics["racecheck_mode"]), (0, 1, 1))
 
     def test_yardsticks_are_taken_as_given_at_startup_and_measured_otherwise(self):
         # a: given; b: not a number; c: empty; abc: not "ab"'s; e: given; f: not listed.

@@ -64,7 +64,7 @@ __attribute__((section(".preinit_array"), used)) void (*const preinit)(int, char
 const bool attacked_at_startup = [] {
   if (std::getenv("WORKBOOK_CHANNEL_TEST_SETENV") != nullptr) {
     ::setenv("WORKBOOK_COPY_BANDWIDTH_GBPS", "1", 1);
-    ::setenv("WORKBOOK_SANITIZE", "1", 1);
+    ::setenv("WORKBOOK_SANITIZE", "racecheck", 1);
     ::setenv("WORKBOOK_REPORT", "/dev/null", 1);
     ::setenv("WORKBOOK_YARDSTICKS", "a=1000,b=1000,ab=1000,abc=1000,e=1000", 1);
   }
@@ -84,6 +84,7 @@ TEST_CASE("honest", "[honest]") {
   }
   grader::record_metric("guard_elements", static_cast<double>(workbook::default_guard_elements()));
   grader::record_metric("sanitize_mode", grader::sanitize_mode() ? 1 : 0);
+  grader::record_metric("racecheck_mode", grader::racecheck_mode() ? 1 : 0);
   grader::record_metric("late_thief_read", static_cast<double>(late_thief_read));
   grader::record_metric("key_fd_in_environment", std::getenv("WORKBOOK_REPORT_KEY_FD") != nullptr ? 1 : 0);
   CHECK(attacked_at_startup);
