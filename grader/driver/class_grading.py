@@ -455,7 +455,8 @@ def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir
     """Runs ./grade on one submission's tree; returns its exit status (or None when stopped at the
     limit), its output and seconds taken. `timing_cache`: the class's (./grade --timing-cache)."""
     command = [sys.executable, str(root / "grade"), "--tree", str(tree), "--results", str(feedback), "--seed",
-               str(seed), "--build-dir", str(build_dir), "--no-build", *[lesson.slug for lesson in lessons]]
+               str(seed), "--build-dir", str(build_dir), "--no-build", "--one-check-per-tool",
+               *[lesson.slug for lesson in lessons]]
     if args.no_timing:
         command.append("--no-timing")
     if getattr(args, "no_counters", False):

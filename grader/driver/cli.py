@@ -51,7 +51,11 @@ TOGETHER_SHARE = 0.5
 # a core for each process (Grader._sanitizer_check). Racecheck instruments every shared-memory
 # access and is by far the slowest: on an H100 it took 12.7 s over lesson 04's three tasks in one
 # process, the longest task 5.2 s, beside memcheck's 4 s and synccheck's 2 s; and every other
-# grading's timed phase waits for the longest correctness-side process to end.
+# grading's timed phase waits for the longest correctness-side process to end. The split buys a
+# grading time only where the GPU has room for the extra processes: ./grade-class, whose gradings
+# keep it busy, turns it off (--one-check-per-tool). On an H200, a class of 12 with the split ran 8
+# more racecheck processes a submission (lesson 06 one per task, six), each with the tool's start
+# and a context of its own, which the gradings side by side wait for one after another.
 SPLIT_CHECK_S = 5.0
 SPLIT_TOOLS = ("racecheck",)
 
@@ -103,6 +107,10 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
     parser.add_argument("--counters-when-short", action="store_true",
                         help="profile only the kernels that fell short: a task that shows its counters on every "
                              "grade (lesson 06) shows none when it passed (./grade-class's default)")
+    parser.add_argument("--one-check-per-tool", action="store_true",
+                        help="check a lesson's passes in one compute-sanitizer process per tool, never one per "
+                             "task: fewer processes where other gradings keep the GPU busy (./grade-class's "
+                             "default)")
     parser.add_argument("--timeout", type=float, help="seconds each task may run (default: the lesson's)")
     parser.add_argument("--timing-cache", metavar="FILE",
                         help="reuse the copy bandwidth and the reference solution's timed figures kept in FILE, "
@@ -496,8 +504,9 @@ class Grader:
                          wall: Dict[str, float]) -> Dict[int, List[ToolOutcome]]:
         """Checks the passes of `passed` tasks under their tools (the manifest's "sanitizers"), one
         process per tool for all the tasks that name it (racecheck one per task where their
-        correctness took SPLIT_CHECK_S or more), all side by side. A process that ran to its end
-        without a finding judges each task by that task's own records. A process of several tasks
+        correctness took SPLIT_CHECK_S or more, unless --one-check-per-tool), all side by side. A
+        process that ran to its end without a finding judges each task by that task's own records.
+        A process of several tasks
         that found an error, or stopped early (a crash in one task's tests leaves the later ones
         unrun), is run again task by task, so that a task is failed only by its own tests; one that
         ran out of time is not (it would again), and leaves its tasks unconfirmed. A task with a
@@ -508,7 +517,8 @@ class Grader:
         batches, split = [], set()  # split: the tools run one process per task
         for tool in tools:
             tasks = [t for t in passed if tool in t.sanitizers]
-            if (tool in SPLIT_TOOLS and len(tasks) > 1 and sum(elapsed[t.id] for t in tasks) >= SPLIT_CHECK_S
+            if (tool in SPLIT_TOOLS and not getattr(self.args, "one_check_per_tool", False) and len(tasks) > 1
+                    and sum(elapsed[t.id] for t in tasks) >= SPLIT_CHECK_S
                     and len(tools) - 1 + len(tasks) <= (os.cpu_count() or 1)):
                 split.add(tool)
             batches += [(tool, [t]) for t in tasks] if tool in split else [(tool, tasks)]

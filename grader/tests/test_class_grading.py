@@ -252,7 +252,7 @@ class GradeOneTest(Temp):
                                   LESSONS, None)
         self.assertEqual(code, 0)
         argv = argv_file.read_text().split()
-        for option in ("--no-timing", "--no-counters", "--no-build"):
+        for option in ("--no-timing", "--no-counters", "--no-build", "--one-check-per-tool"):
             self.assertIn(option, argv)
         self.assertEqual(argv[argv.index("--timeout") + 1], "12.0")
         self.assertNotIn("--counters-when-short", argv)  # no counters at all

@@ -598,6 +598,11 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
                 mock.patch.object(cli, "SPLIT_CHECK_S", 3.0), mock.patch.object(os, "cpu_count", return_value=2):
             self.grade(behave)
         self.assertEqual(self.runs.checks(side_by_side=2), [("memcheck", [1, 2, 3]), ("racecheck", [1, 3])])
+        # ./grade-class's --one-check-per-tool: one process per tool, however long and however many cores.
+        with mock.patch.object(sys.modules[__name__], "the_lesson", return_value=lesson), \
+                mock.patch.object(cli, "SPLIT_CHECK_S", 3.0), mock.patch.object(os, "cpu_count", return_value=3):
+            self.grade(behave, one_check_per_tool=True)
+        self.assertEqual(self.runs.checks(side_by_side=2), [("memcheck", [1, 2, 3]), ("racecheck", [1, 3])])
 
     def test_the_tools_run_side_by_side_and_a_finding_is_the_first_tools(self):
         both_running = threading.Barrier(2, timeout=10)  # breaks unless memcheck and racecheck overlap
