@@ -26,8 +26,8 @@ void process(const float* host_in, float* host_out, float* device_in, float* dev
   // Any n, num_streams and num_chunks >= 1 (more chunks than elements too); every element exactly
   // once; fewer than one stream or chunk is reported as std::invalid_argument. Return once host_out
   // is complete, having waited for your own streams only: the caller may have work of its own running
-  // on the GPU. The grader times it against the bound max(copy in, kernel, copy out). Lesson sections:
-  // "Streams", "Copy engines and the overlap bound", "Task 1".
+  // on the GPU. The grader times it against the bound max(kernel, copies in and out at once). Lesson
+  // sections: "Streams", "Copy engines and the overlap bound", "Task 1".
   (void)host_in, (void)host_out, (void)device_in, (void)device_out, (void)n, (void)work, (void)num_streams,
       (void)num_chunks;
 }

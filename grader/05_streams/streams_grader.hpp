@@ -9,7 +9,7 @@
 // poisoned and guarded, device buffers guarded. What the tasks are about (which streams, which
 // copies, which waits, which allocations) the tracer sees: each check says what it saw.
 // Performance is a ratio of times taken in the same process: task 1 against the overlap bound
-// max(copy in, kernel, copy out) with each stage timed alone, task 3 against the same loop with
+// max(kernel, copies in and out at once) (benchmark.hpp), task 3 against the same loop with
 // cudaMalloc and cudaFree, task 4 against the sequential pageable version.
 #pragma once
 

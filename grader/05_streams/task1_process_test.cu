@@ -4,7 +4,7 @@
 // bad arguments rejected with std::invalid_argument; what the tracer sees (asynchronous copies on
 // its own streams, no wait for the caller's work, no wait inside the loop, num_chunks transforms,
 // each element copied once each way); its contract at every shape; and its time against the
-// overlap bound max(copy in, kernel, copy out).
+// overlap bound max(kernel, copies in and out at once).
 #include "streams_grader.hpp"
 
 #include "diagnosis.hpp"
@@ -209,7 +209,8 @@ TEST_CASE("Task 1: process copies asynchronously on streams of its own, and wait
   }
 }
 
-TEST_CASE("Task 1: process time against the overlap bound max(copy in, kernel, copy out)", "[task_1][perf]") {
+TEST_CASE("Task 1: process time against the overlap bound max(kernel, copies in and out at once)",
+          "[task_1][perf]") {
   grader::require_gpu();
   // Lesson 05's benchmark (benchmark.hpp) at its graded point.
   const std::size_t n = workbook::fit_in_free_memory(streams_benchmark::kTimedN, 3);
@@ -244,11 +245,15 @@ TEST_CASE("Task 1: process time against the overlap bound max(copy in, kernel, c
   }
   // Copies over PCIe vary from moment to moment: with one measurement of each, one H100 run gave
   // the reference 0.78 of the bound and the plain student 1.24, another 0.94 and 0.93. So five
-  // rounds, each timing the stages alone and then the pipeline, and the median round's figures.
+  // rounds, each timing the stages (the copies alone and together) and then the pipeline, and the
+  // median round's figures. Both directions at once is what a pipeline gets, and varies too: with
+  // each copy alone in the bound, the reference's figure moved between 0.74 and 0.92 in one suite
+  // on an H100 (November 27, 2026).
   struct Round {
-    double h2d, kernel, d2h, pipeline;
-    double bound() const { return streams_benchmark::overlap_bound(h2d, kernel, d2h); }
+    double h2d, kernel, d2h, copies, pipeline;
+    double bound() const { return streams_benchmark::overlap_bound(kernel, copies); }
     double fraction() const { return bound() / pipeline; }
+    double separate_fraction() const { return std::max({h2d, kernel, d2h}) / pipeline; }
   };
   std::vector<Round> rounds;
   for (int r = 0; r < 5; ++r) {
@@ -260,6 +265,8 @@ TEST_CASE("Task 1: process time against the overlap bound max(copy in, kernel, c
     round.d2h = stream_ms([&](cudaStream_t s) {
       WORKBOOK_CUDA_CHECK(cudaMemcpyAsync(out.data(), device_out.data(), n * kFloat, cudaMemcpyDeviceToHost, s));
     }, 3);
+    round.copies = streams_benchmark::copies_together_time(device_in.data(), in.data(), out.data(), device_out.data(),
+                                                           n * kFloat, 3).median_ms;
     round.pipeline = host_time(run, 3).median_ms;
     rounds.push_back(round);
   }
@@ -273,6 +280,7 @@ TEST_CASE("Task 1: process time against the overlap bound max(copy in, kernel, c
   grader::record_metric("h2d_ms", median.h2d);
   grader::record_metric("kernel_ms", median.kernel);
   grader::record_metric("d2h_ms", median.d2h);
+  grader::record_metric("copies_together_ms", median.copies);
   grader::record_metric("bound_ms", median.bound());
   grader::record_metric("sequential_ms", sequential);
   grader::record_metric("median_ms", median.pipeline);
@@ -280,9 +288,11 @@ TEST_CASE("Task 1: process time against the overlap bound max(copy in, kernel, c
   grader::record_metric("highest_round_fraction", rounds.back().fraction());
   grader::record_metric("speedup_over_sequential", sequential / median.pipeline);
   grader::record_metric("fraction_of_overlap_bound", median.fraction());
-  // The bound assumes that the copies in and out run at once, which takes two copy engines or
-  // more. With one they take turns, and no pipeline reaches 0.5 of this bound: the figure says
-  // which case a grading ran in (grader/README.md, "Thresholds on the students' GPUs").
+  // max(copy in, kernel, copy out) with each copy alone, the bound's form before November 28, 2026.
+  grader::record_metric("fraction_of_separate_copies_bound", median.separate_fraction());
+  // The copies in and out run at once only with two copy engines or more. With one they take
+  // turns, the copies together are their sum, and the bound that sum: the figure says which case
+  // a grading ran in (grader/README.md, "Thresholds on the students' GPUs").
   int device = 0, copy_engines = 0;
   WORKBOOK_CUDA_CHECK(cudaGetDevice(&device));
   WORKBOOK_CUDA_CHECK(cudaDeviceGetAttribute(&copy_engines, cudaDevAttrAsyncEngineCount, device));

@@ -57,7 +57,7 @@ _CUDA_ERROR = re.compile(r"\b(cudaError[A-Za-z]+)\b")
 
 METRIC_LABELS = {"fraction_of_copy_bandwidth": "of the measured copy bandwidth",
                  "fraction_of_cublas": "of cuBLAS FP32", "fraction_of_cub": "of CUB",
-                 "fraction_of_overlap_bound": "of the overlap bound max(copy in, kernel, copy out)",
+                 "fraction_of_overlap_bound": "of the overlap bound max(kernel, copies in and out at once)",
                  "speedup_over_cudamalloc": "as fast as cudaMalloc and cudaFree per batch",
                  "speedup_over_pageable_sequential": "as fast as the sequential pageable version",
                  "speedup_over_host_api": "as fast as cuRAND's host API drawing the same numbers into memory, then using them",
