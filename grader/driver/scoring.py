@@ -109,6 +109,12 @@ YARDSTICKS = {
         "element of C: the same loads per multiply-add as the lesson's naive kernel). That fraction differs "
         "between GPUs (about 12% of cuBLAS FP32 on an H100; estimated 8-10% on an A10, 13-19% on a T4) with how "
         "many loads an SM issues per FP32 operation and the clocks cuBLAS holds, so the threshold follows it"),
+    "grader_padded_fraction_of_copy_bandwidth": (
+        "the textbook padded transpose",
+        "what the grader's textbook padded transpose (a 32 x 32 tile with a 33rd word a row, one element a "
+        "thread) reaches on this GPU, timed with the reference's run of this test. One load a thread keeps "
+        "fewer bytes in flight than the fastest memories need (55% of the copy bandwidth on an H100, 42% on "
+        "an H200), so the threshold follows it; a tile without the padding reached about 0.6 of it on both"),
 }
 
 # A metric below its threshold is measured a second time before it fails the task, and the better
