@@ -35,7 +35,9 @@ in every file above, with the lesson's own task; every text still to write says 
 
 The placeholder task is timed: its [task_1][perf] test measures scale at benchmark.hpp's size with
 workbook::measure, the timing routine the grader and ./sweep share, and records the bandwidth as a
-fraction of the copy bandwidth, the manifest's "performance" metric (threshold 0.7). It declares no
+fraction of the copy bandwidth, the manifest's "performance" metric (threshold 0.5, a placeholder: on
+an H200 the plain student's scale, one element a thread, reached 0.64 and the template's reference
+0.72; the H100 gives more, November 2026). It declares no
 sweep: a lesson that gets one adds tools/bench/NN_name.cu, which includes the same benchmark.hpp, and
 its manifest entry's "sweep" (its kind and the figures ./plot draws; README.md, "Adding a lesson").
 
@@ -435,9 +437,7 @@ BENCHMARK = """\
 namespace @NAME@_benchmark {
 
 constexpr double kBytesPerElement = 8.0;                // in read, out written
-// 1 GiB per array, far beyond L2, and long enough for the fastest memories: at 256 MiB an H200
-// moved a copy-like kernel's two arrays in about 0.12 ms and reached 0.63-0.71 of the copy bandwidth.
-constexpr std::size_t kGradedN = std::size_t{1} << 28;
+constexpr std::size_t kGradedN = std::size_t{1} << 26;  // 256 MiB per array, far beyond L2
 
 // How the grader times one call: a probe first, then warm-up and samples (workbook::measure).
 inline workbook::MeasureOptions graded_timing() {
@@ -604,7 +604,7 @@ def plan(root: Path, slug: str, title: str, manifest: dict) -> Dict[Path, str]:
             "id": 1,
             "title": f"{TASK_FUNCTION}: out = a * in on the stream it is given (placeholder; to write: the task)",
             "points": {"correctness": 3, "performance": 2},
-            "performance": {"metric": "fraction_of_copy_bandwidth", "threshold": 0.7},
+            "performance": {"metric": "fraction_of_copy_bandwidth", "threshold": 0.5},
             "hints": list(MANIFEST_HINTS),
         }],
     }
