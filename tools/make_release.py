@@ -41,6 +41,7 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 # them absent from the exercise, appear in it in a row. Four is too few: the grader's own baseline
 # for lesson 05 task 3 shares a four-line loop head with the solution.
 LEAK_RUN = 5
+STUDENTS = "grader/tests/students"  # the test students' code: answers to the exercises too
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -221,19 +222,24 @@ def _code_lines(text: str) -> List[str]:
     return lines
 
 
-def leaks(tree: Path, withheld: Dict[str, str], exercises: Dict[str, str]) -> List[str]:
+def leaks(tree: Path, withheld: Dict[str, str], exercises: Dict[str, str],
+          answers: Optional[Dict[str, str]] = None) -> List[str]:
     """Files of `tree` that repeat a withheld solution: LEAK_RUN consecutive code lines of it, most
     of them absent from its exercise file. `withheld` and `exercises` map a lesson file's path
     (<slug>/<file>) to its text. Published solutions are searched too: one that copies a withheld
-    lesson's code would give that lesson away."""
-    runs = {}  # a run of code lines -> the solution file it comes from
-    for path, text in withheld.items():
+    lesson's code would give that lesson away. `answers`: other withheld answers to the same
+    exercises (the test students' code, grader/tests/students/<name>/<slug>/<file>), by their
+    path in the repository; a grader's own kernel that repeats one gives the task away as well."""
+    sources = {f"solutions/{path}": (path, text) for path, text in withheld.items()}
+    sources.update({path: ("/".join(path.split("/")[-2:]), text) for path, text in (answers or {}).items()})
+    runs = {}  # a run of code lines -> the answer file it comes from
+    for source, (path, text) in sources.items():
         given = set(_code_lines(exercises.get(path, "")))
         lines = _code_lines(text)
         for i in range(len(lines) - LEAK_RUN + 1):
             run = tuple(lines[i:i + LEAK_RUN])
             if sum(line not in given for line in run) > LEAK_RUN // 2:
-                runs.setdefault(run, path)
+                runs.setdefault(run, source)
     found = []
     for file in sorted(p for p in tree.rglob("*") if p.is_file() and not p.is_symlink()):
         rel = file.relative_to(tree).as_posix()
@@ -245,7 +251,7 @@ def leaks(tree: Path, withheld: Dict[str, str], exercises: Dict[str, str]) -> Li
             continue  # not text
         hits = {runs[tuple(lines[i:i + LEAK_RUN])] for i in range(len(lines) - LEAK_RUN + 1)
                 if tuple(lines[i:i + LEAK_RUN]) in runs}
-        found += [f"{rel} repeats lines of solutions/{source}" for source in sorted(hits)]
+        found += [f"{rel} repeats lines of {source}" for source in sorted(hits)]
     return found
 
 
@@ -298,6 +304,9 @@ def make(args: argparse.Namespace) -> int:
         solutions.mkdir()
         extract(git("archive", "--format=tar", commit, "--", ".", *[f":(exclude){p}" for p in WITHHELD]), tree)
         extract(git("archive", "--format=tar", commit, "--", "solutions"), solutions)
+        students = Path(tmp) / "students"
+        students.mkdir()
+        extract(git("archive", "--format=tar", commit, "--", STUDENTS), students)
         for lesson in published:
             if not (solutions / "solutions" / lesson.slug).is_dir():
                 raise ReleaseError(f"commit {commit[:12]} has no solutions/{lesson.slug} to publish")
@@ -308,8 +317,11 @@ def make(args: argparse.Namespace) -> int:
             return {p.relative_to(base).as_posix(): p.read_text(errors="replace")
                     for slug in slugs for p in sorted((base / slug).rglob("*")) if p.is_file()}
         problems = check_paths(tree_paths(tree), published)
+        answers = {f"{STUDENTS}/{student.name}/{path}": text
+                   for student in sorted(p for p in (students / STUDENTS).iterdir() if p.is_dir())
+                   for path, text in texts(student, [l.slug for l in withheld if (student / l.slug).is_dir()]).items()}
         problems += leaks(tree, texts(solutions / "solutions", [l.slug for l in withheld]),
-                          texts(tree / "exercises", [l.slug for l in withheld]))
+                          texts(tree / "exercises", [l.slug for l in withheld]), answers)
         if problems:
             raise ReleaseError("the release would give away withheld solutions or is incomplete; nothing was "
                                "written:\n  " + "\n  ".join(problems))

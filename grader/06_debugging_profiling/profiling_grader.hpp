@@ -108,10 +108,11 @@ void check_contract(const Subject& s);
 // The timed call on an n x n grid (benchmark.hpp), checked first; records the figure of merit
 // (fraction_of_copy_bandwidth) and what the profiler needs. `before`, when given, is the lesson's
 // own version of the function (task 5's, as it gives it): timed as well, and run first inside the
-// profiled range, so the counters show it beside the student's. `padded_yardstick` (task 4): also
-// records what the grader's textbook padded transpose reaches on this GPU, the yardstick of task
-// 4's threshold (grader_padded_fraction_of_copy_bandwidth).
+// profiled range, so the counters show it beside the student's. `tile_copy_yardstick` (task 4):
+// also records what the grader's copy through 32 x 32 tiles of shared memory, one element a
+// thread, reaches on this GPU, the yardstick of task 4's threshold
+// (grader_tile_copy_fraction_of_copy_bandwidth).
 void measure_bandwidth(const Subject& s, const std::function<void(const float*, float*, Grid, cudaStream_t)>& before = {},
-                       bool padded_yardstick = false);
+                       bool tile_copy_yardstick = false);
 
 }  // namespace profiling_grader

@@ -183,13 +183,27 @@ void saxpy_host(float a, const float* x, float* y, int n) {
 }
 """
 
-    def leaks(self, files):
+    def leaks(self, files, answers=None):
         tool = load_tool()
         for name, text in files.items():
             (self.tmp / name).parent.mkdir(parents=True, exist_ok=True)
             (self.tmp / name).write_text(text)
         return tool.leaks(self.tmp, {"09_saxpy/saxpy.cu": self.SOLUTION},
-                          {"09_saxpy/saxpy.cu": self.EXERCISE})
+                          {"09_saxpy/saxpy.cu": self.EXERCISE}, answers)
+
+    def test_a_grader_repeating_a_test_students_answer_is_caught(self):
+        # A test student's answer differs from the solution, and is withheld as well: a grader's own
+        # kernel copied from it gives the task away just the same.
+        student = self.SOLUTION.replace("const int threads = 128;", "const int threads = 256;").replace(
+            "if (i < n) y[i] = a * x[i] + y[i];", "if (i < n) y[i] += a * x[i];")
+        kernel = "\n".join(student.splitlines()[:3]) + "\n"
+        answers = {"grader/tests/students/plain/09_saxpy/saxpy.cu": student}
+        found = self.leaks({"exercises/09_saxpy/saxpy.cu": self.EXERCISE,
+                            "grader/09_saxpy/saxpy_grader.cu": "// the grader's yardstick\n" + student}, answers)
+        self.assertEqual(found, ["grader/09_saxpy/saxpy_grader.cu repeats lines of "
+                                 "grader/tests/students/plain/09_saxpy/saxpy.cu",
+                                 "grader/09_saxpy/saxpy_grader.cu repeats lines of solutions/09_saxpy/saxpy.cu"])
+        self.assertEqual(self.leaks({"grader/09_saxpy/saxpy_grader.cu": kernel}, answers), [])  # three lines
 
     def test_a_lesson_quoting_the_solution_is_caught(self):
         quoted = "# Lesson\n\n```cpp\n" + "\n".join(self.SOLUTION.splitlines()[5:11]) + "\n```\n"
