@@ -114,6 +114,9 @@ class EffectiveThresholdTest(unittest.TestCase):
             self.assertEqual((r.status, r.score, r.summary), (scoring.FAILED, 0, "could not be measured"), metrics)
             self.assertIn(f"did not report {NAIVE}", r.details)
             self.assertFalse(measure_again(self.task, phase(("passed", [], {"fraction_of_cublas": 0.9, **metrics}))))
+            # Not "fell short": no counters and no causes for a kernel whose threshold is unknown.
+            self.assertFalse(scoring.fell_short(self.task, r), metrics)
+        self.assertTrue(scoring.fell_short(self.task, judge_performance(self.task, CORRECT, perf(0.12, naive=0.12), "03")))
 
     def test_the_recheck_below_the_threshold_uses_the_threshold_of_that_run(self):
         self.assertTrue(measure_again(self.task, perf(0.135, naive=0.12)))    # threshold 0.138
@@ -152,6 +155,14 @@ class RealManifestTest(unittest.TestCase):
     def test_lesson_03_tasks_1_and_2_follow_the_naive_kernel(self):
         self.assertEqual(self.tasks[3, 1].perf_scaled, ScaledThreshold(0.5, NAIVE))
         self.assertEqual(self.tasks[3, 2].perf_scaled, ScaledThreshold(1.2, NAIVE))
+
+    def test_lesson_06_task_4_follows_the_tile_copy_that_its_timed_test_times(self):
+        tile_copy = "grader_tile_copy_fraction_of_copy_bandwidth"
+        self.assertEqual(self.tasks[6, 4].perf_scaled, ScaledThreshold(0.8, tile_copy))
+        # The metric is recorded only where measure_bandwidth is asked for it: task 4's timed test.
+        source = (ROOT / "grader" / "06_debugging_profiling" / "task2_4_transpose_test.cu").read_text()
+        timed = source.split('TEST_CASE("Task 4: transpose_padded bandwidth')[1].split("TEST_CASE")[0]
+        self.assertIn("/*tile_copy_yardstick=*/true", timed)
 
 
 # The README's table as data: per task, per GPU, the yardstick (where the threshold is scaled),
@@ -222,14 +233,18 @@ TABLE = {
     # Tiled: reference 0.56, plain (32 x 32 threads, one element each) 0.33; a transpose without a
     # tile fails the shared-memory check of its correctness, not its speed.
     (6, 3): [("H100", None, [0.33, 0.56], []), ("T4", None, [0.25, 0.6], []), ("A10", None, [0.25, 0.6], [])],
-    # Padded, scaled by the grader's textbook padded transpose (32 x 32 threads, one element each:
-    # the plain student's design). H100: that yardstick 0.55, the reference 0.90, the plain 0.55;
-    # H200: 0.42, 0.78, 0.42. Slow design: the plain tile without its padding, 0.33 and 0.24 (32-way
-    # bank conflicts on the tile's columns). On a T4 or an A10 the conflicts are estimated not to
-    # slow it: a column read at 32 passes costs 128 bytes of bank time an element against 8 bytes of
-    # DRAM, and their shared memory outruns their DRAM 25-26 times over (an H100's 9 times), so the
-    # slow design passes there, because it is not slow there (no slow figure given).
-    (6, 4): [("H100", 0.55, [0.55, 0.90], [0.33]), ("H200", 0.42, [0.42, 0.78], [0.24]),
+    # Padded, scaled by the grader's copy through 32 x 32 tiles (32 x 32 threads, one element each:
+    # the plain student's memory traffic). The plain padded transpose reached 0.55 on an H100 and
+    # 0.42 on an H200 (there measured as a yardstick of this form, November 28, 2026), the
+    # reference 0.90 and 0.78; the tile copy is estimated at the plain's figure, and up to 25%
+    # above it (the rows with the higher yardstick) the plain still passes. Slow design: the plain
+    # tile without its padding, 0.33 and 0.24 (32-way bank conflicts on the tile's columns). On a
+    # T4 or an A10 the conflicts are estimated not to slow it: a column read at 32 passes costs 128
+    # bytes of bank time an element against 8 bytes of DRAM, and their shared memory outruns their
+    # DRAM 25-26 times over (an H100's 9 times), so the slow design passes there, because it is not
+    # slow there (no slow figure given).
+    (6, 4): [("H100", 0.55, [0.55, 0.90], [0.33]), ("H100", 0.68, [0.55, 0.90], [0.33]),
+             ("H200", 0.42, [0.42, 0.78], [0.24]), ("H200", 0.52, [0.42, 0.78], [0.24]),
              ("T4", 0.5, [0.5, 0.9], []), ("T4", 0.9, [0.9], []),
              ("A10", 0.5, [0.5, 0.9], []), ("A10", 0.9, [0.9], [])],
     # Field strength: threadIdx.x along x 0.58; slow design: the kernel as given (along y), 0.12.
