@@ -451,12 +451,16 @@ def stop_gradings() -> int:
 
 
 def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir: Path, seed: int,
-              lessons: List[Lesson], gpu: Optional[str], timing_cache: Optional[Path] = None) -> Tuple[int, str, float]:
+              lessons: List[Lesson], gpu: Optional[str], timing_cache: Optional[Path] = None,
+              shared_gpu: bool = True) -> Tuple[int, str, float]:
     """Runs ./grade on one submission's tree; returns its exit status (or None when stopped at the
-    limit), its output and seconds taken. `timing_cache`: the class's (./grade --timing-cache)."""
+    limit), its output and seconds taken. `timing_cache`: the class's (./grade --timing-cache).
+    `shared_gpu`: other gradings run on its GPU at the same time, which then has no room for a
+    sanitizer check split into one process per task (./grade --one-check-per-tool)."""
     command = [sys.executable, str(root / "grade"), "--tree", str(tree), "--results", str(feedback), "--seed",
-               str(seed), "--build-dir", str(build_dir), "--no-build", "--one-check-per-tool",
-               *[lesson.slug for lesson in lessons]]
+               str(seed), "--build-dir", str(build_dir), "--no-build", *[lesson.slug for lesson in lessons]]
+    if shared_gpu:
+        command.append("--one-check-per-tool")
     if args.no_timing:
         command.append("--no-timing")
     if getattr(args, "no_counters", False):
@@ -656,7 +660,7 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
                     record = not_gradable_result(name, intake, lessons, seed, paths)
                 else:
                     code, output, seconds = grade_one(root, args, name, paths.tree(name), paths.feedback(name),
-                                                      build_dir, seed, lessons, gpu, cache)
+                                                      build_dir, seed, lessons, gpu, cache, shared_gpu=per_gpu > 1)
                     record = grade_result(name, code, output, seconds, lessons, paths)
             except Exception as e:  # noqa: BLE001 - one submission's trouble must not stop the class
                 record = {"status": GRADER_ERROR, "notes": [f"grade-class failed on it: {type(e).__name__}: {e}"]}

@@ -269,6 +269,10 @@ class GradeOneTest(Temp):
                      self.tmp / "out" / "timing_cache.json")
         argv = argv_file.read_text().split()
         self.assertEqual(argv[argv.index("--timing-cache") + 1], str(self.tmp / "out" / "timing_cache.json"))
+        # Alone on its GPU (--per-gpu 1): room for the racecheck split, so no --one-check-per-tool.
+        cg.grade_one(fake_root, args, "alice", self.tmp / "alice", self.tmp / "fb", self.tmp / "b", 7, LESSONS, None,
+                     shared_gpu=False)
+        self.assertNotIn("--one-check-per-tool", argv_file.read_text().split())
 
 
 class WhereTheTimeWentTest(Temp):
