@@ -2,7 +2,8 @@
 // number of streams S (1, 2, 3, 4, 8) and of chunks C (1, 2, 4, ..., 64), at one n (2^26
 // floats, clipped to what fits in the GPU), from pinned host memory. What is timed, its axes,
 // the calibration of the kernel's `work` and the figure of merit are lesson 05's benchmark
-// declaration (grader/05_streams/benchmark.hpp), which the grader's timed tests use too: the
+// declaration (grader/05_streams/benchmark.hpp), which the grader's timed tests use too (their
+// bound times the two copies together; the sweep's, below, each copy alone): the
 // kernel alone takes as long as the pinned copy in alone, so each stage is a third of the
 // sequential time, and overlapping them can save up to two thirds. In the CSV a pipeline row
 // has grid_mode "pipeline", S in the column streams and C in chunks.

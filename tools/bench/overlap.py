@@ -4,8 +4,10 @@
 A pipeline of chunks on several streams can at best hide two of its three stages behind the
 third: it takes at least max(H2D, kernel, D2H), each stage timed alone on the whole input (the
 rows cudaMemcpy h2d_pinned, baseline transform and cudaMemcpy d2h_pinned), and without overlap
-it takes their sum. A process row's fraction of the bound is bound / its time, as the grader
-scores task 1 (1 = the bound reached)."""
+it takes their sum. A process row's fraction of the bound is bound / its time (1 = the bound
+reached). The grader's bound for task 1 times the two copies together instead, as a pipeline
+runs them (grader/05_streams/benchmark.hpp): where the link does not give both directions their
+full speed at once, no pipeline reaches this one."""
 from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional
