@@ -9,9 +9,10 @@ Each student's processes are those ./grade-class runs for a lesson whose tasks a
 lesson's correctness tests in one process at full sizes, then one compute-sanitizer process per
 tool the manifest names, over the tasks that name it, in sanitizer mode (the sanitizer's command
 line, the tools, the spec, WORKBOOK_SANITIZE and the environment are the driver's own:
-sanitizer.command, cli.sanitizer_tools, cli.check_run, runner.program_environment). Every process gets the same --rng-seed, so that two runs draw the same shapes.
-Left out: the driver's racecheck split per task, its tools side by side within one grading, and
-the tests run with the GPU held alone. It prints, for each C, the seconds a student took; then
+sanitizer.command, cli.sanitizer_tools, cli.check_run, runner.program_environment). Every
+process gets the same --rng-seed, so that two runs draw the same shapes. One process per tool is
+what a class runs (./grade --one-check-per-tool); ./grade alone may split racecheck per task.
+Left out: the tools side by side within one grading, and the tests run with the GPU held alone. It prints, for each C, the seconds a student took; then
 each process of one student alone, so that the slowest can be found; and exits 1 when a process
 failed. A class's shared phases also hold broken submissions (hangs, crashes, reruns), which this
 leaves out: it is the floor for correct work, a quick way (about 3 minutes on an H100, where a

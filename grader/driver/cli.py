@@ -506,12 +506,11 @@ class Grader:
         process per tool for all the tasks that name it (racecheck one per task where their
         correctness took SPLIT_CHECK_S or more, unless --one-check-per-tool), all side by side. A
         process that ran to its end without a finding judges each task by that task's own records.
-        A process of several tasks
-        that found an error, or stopped early (a crash in one task's tests leaves the later ones
-        unrun), is run again task by task, so that a task is failed only by its own tests; one that
-        ran out of time is not (it would again), and leaves its tasks unconfirmed. A task with a
-        finding is judged by the first tool, in the manifest's order, that found one: the tools
-        after it do not count."""
+        A process of several tasks that found an error, or stopped early (a crash in one task's
+        tests leaves the later ones unrun), is run again task by task, so that a task is failed
+        only by its own tests; one that ran out of time is not (it would again), and leaves its
+        tasks unconfirmed. A task with a finding is judged by the first tool, in the manifest's
+        order, that found one: the tools after it do not count."""
         outcomes: Dict[int, List[ToolOutcome]] = {t.id: [] for t in passed}
         tools = sanitizer_tools(passed)
         batches, split = [], set()  # split: the tools run one process per task
