@@ -6,6 +6,7 @@
 #include "workbook/stream.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -34,6 +35,13 @@ TimingStats summarize_ms(std::vector<double> samples_ms) {
 double gigabytes_per_second(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0; }
 
 namespace {
+
+std::atomic<void (*)()> before_first_timing{nullptr};
+
+// The hook set by set_before_first_timing, called once: the first timing of the process calls it.
+void pass_before_first_timing() {
+  if (void (*hook)() = before_first_timing.exchange(nullptr)) hook();
+}
 
 // The buffer time_on_device overwrites before each sample to flush L2 (empty without flush_l2).
 DeviceBuffer<unsigned char> l2_flush_buffer(bool flush_l2) {
@@ -69,8 +77,11 @@ std::vector<double> device_samples(const std::function<void(cudaStream_t)>& work
 
 }  // namespace
 
+void set_before_first_timing(void (*hook)()) { before_first_timing.store(hook); }
+
 TimingStats time_on_device(const std::function<void(cudaStream_t)>& work, const TimingOptions& options) {
   if (options.samples < 1) throw std::invalid_argument("time_on_device: samples must be at least 1");
+  pass_before_first_timing();
   DeviceBuffer<unsigned char> flush = l2_flush_buffer(options.flush_l2);
   return summarize_ms(device_samples(work, options, flush));
 }
@@ -164,6 +175,7 @@ TimingStats measure(const std::function<void(cudaStream_t)>& work, const Measure
 
 TimingStats time_on_host(const std::function<void()>& work, int warmup, int samples) {
   if (samples < 1) throw std::invalid_argument("time_on_host: samples must be at least 1");
+  pass_before_first_timing();
   for (int i = 0; i < warmup; ++i) work();
   std::vector<double> ms;
   ms.reserve(samples);

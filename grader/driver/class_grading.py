@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -456,11 +456,15 @@ def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir
     """Runs ./grade on one submission's tree; returns its exit status (or None when stopped at the
     limit), its output and seconds taken. `timing_cache`: the class's (./grade --timing-cache).
     `shared_gpu`: other gradings run on its GPU at the same time, which then has no room for a
-    sanitizer check split into one process per task (./grade --one-check-per-tool)."""
+    sanitizer check split into one process per task (./grade --one-check-per-tool), and with a
+    timing cache its timed runs start and set up before its hold alone, beside the others'
+    correctness phases (./grade --park-timed)."""
     command = [sys.executable, str(root / "grade"), "--tree", str(tree), "--results", str(feedback), "--seed",
                str(seed), "--build-dir", str(build_dir), "--no-build", *[lesson.slug for lesson in lessons]]
     if shared_gpu:
         command.append("--one-check-per-tool")
+        if timing_cache is not None:
+            command.append("--park-timed")
     if args.no_timing:
         command.append("--no-timing")
     if getattr(args, "no_counters", False):
@@ -502,7 +506,7 @@ LONGEST = 10  # class.json's "longest_s": that many of the longest phases
 def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -> dict:
     """class.json's "time": the gradings' seconds, in all and by phase (each ./grade's own
     results.json), per lesson and for the class, and what the timing cache reused."""
-    phases, details, lock = Counter(), Counter(), Counter()
+    phases, details, lock, parked = Counter(), Counter(), Counter(), Counter()
     by_lesson: Dict[str, Counter] = defaultdict(Counter)
     details_by_lesson: Dict[str, Counter] = defaultdict(Counter)
     seconds = []
@@ -520,6 +524,7 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
                 per_lesson[slug].update(wall)
         parts += [(s, name, slug, phase) for slug, wall in one.phases.items() for phase, s in wall.items()]
         lock.update(one.lock)
+        parked.update(one.parked)
     rounded = lambda d: {k: round(v, 1) for k, v in sorted(d.items())}  # noqa: E731
     time_record = {"gradings": len(seconds), "grading_s_total": round(sum(seconds), 1),
                    "grading_s_median": round(statistics.median(seconds), 1) if seconds else None,
@@ -527,7 +532,8 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
                    "phases_s": rounded(phases), "phases_s_by_lesson": {k: rounded(v) for k, v in sorted(by_lesson.items())},
                    "phases_note": "seconds the grader programs of each phase ran, summed over the class; "
                                   "correctness phases run side by side, timed ones (performance, reference, "
-                                  "counters) alone on their GPU",
+                                  "counters) alone on their GPU; timed_setup, the timed programs' seconds before "
+                                  "they parked (./grade --park-timed), side by side",
                    "phase_details_s": rounded(details),
                    "phase_details_s_by_lesson": {k: rounded(v) for k, v in sorted(details_by_lesson.items())},
                    "phase_details_note": "of the phases' seconds, those inside the test cases (<phase>_in_tests; "
@@ -543,6 +549,11 @@ def where_the_time_went(paths: Paths, names: List[str], lessons: List[Lesson]) -
                                     "least a class takes on one GPU however many gradings run side by side; "
                                     "nvidia_smi, the queries of who else was on the GPU made while it was held "
                                     "alone"}
+    if parked:
+        time_record["parked_runs"] = dict(sorted(parked.items()))
+        time_record["parked_note"] = ("timed runs started before their grading's hold of the GPU alone, those that "
+                                      "parked before their first timing, and those the hold let go on (the others "
+                                      "were run again in the hold)")
     if paths.timing_cache.exists():
         from .timing_cache import TimingCache
         time_record["timing_cache"] = TimingCache(paths.timing_cache).summary()
@@ -563,6 +574,7 @@ class GradingSeconds:
     phases: Dict[str, Dict[str, float]]
     details: Dict[str, Dict[str, float]]
     lock: Dict[str, float]
+    parked: Dict[str, int] = field(default_factory=dict)  # ./grade --park-timed's counts
 
     @staticmethod
     def summed(by_lesson: Dict[str, Dict[str, float]]) -> Counter:
@@ -587,6 +599,10 @@ def grading_seconds(results) -> GradingSeconds:
                               if isinstance(phase, str) and phase != "total" and _is_seconds(value)}
     if _is_seconds(extra.get("nvidia_smi_s")):
         spent.lock["nvidia_smi"] = float(extra["nvidia_smi_s"])
+    counts = extra.get("parked_runs")
+    for what, count in (counts.items() if isinstance(counts, dict) else []):
+        if isinstance(what, str) and isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+            spent.parked[what] = count
     held = extra.get("gpu_lock_s")
     for mode, seconds in (held.items() if isinstance(held, dict) else []):
         for what, value in (seconds.items() if isinstance(seconds, dict) else []):

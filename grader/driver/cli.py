@@ -25,7 +25,7 @@ from .file_lock import LockError
 from .gpu_lock import GpuLock, lock_seconds
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
-from .runner import (PhaseResult, exit_on_sigterm, hung_task_phase, ran_cleanly, run_phase, side_by_side,
+from .runner import (ParkedRun, PhaseResult, exit_on_sigterm, hung_task_phase, ran_cleanly, run_phase, side_by_side,
                      task_phase)
 from .timing_cache import TimingCache
 from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
@@ -111,6 +111,11 @@ def parse_args(argv: List[str], root: Path) -> argparse.Namespace:
                         help="check a lesson's passes in one compute-sanitizer process per tool, never one per "
                              "task: fewer processes where other gradings keep the GPU busy (./grade-class's "
                              "default)")
+    parser.add_argument("--park-timed", action="store_true",
+                        help="with --timing-cache: start each lesson's timed tests before the GPU is the grading's "
+                             "alone, and let them time once it is, so that their start and first set-up run beside "
+                             "other gradings rather than in the hold (./grade-class's default where gradings share a "
+                             "GPU)")
     parser.add_argument("--timeout", type=float, help="seconds each task may run (default: the lesson's)")
     parser.add_argument("--timing-cache", metavar="FILE",
                         help="reuse the copy bandwidth and the reference solution's timed figures kept in FILE, "
@@ -188,10 +193,10 @@ def copy_bandwidth(index: dict, device: dict, cache: Optional[TimingCache] = Non
     it lately. A measured figure is kept in the cache only when it is plausible and nothing else
     was seen on the GPU just before (`before`, asked here when not given) and just after it: a
     disturbed figure would be the yardstick of the next gradings too."""
+    kept = kept_bandwidth(index, device, cache)
+    if kept is not None:
+        return kept, KEPT, None
     key = TimingCache.key(device.get("uuid"), "copy_bandwidth")
-    kept = cache.take(key, index.get("device_info")) if cache else None
-    if kept and plausible_bandwidth(kept.get("copy_bandwidth_gbps"), device):
-        return float(kept["copy_bandwidth_gbps"]), KEPT, None
     who_else = who_else or (lambda: gpu_processes.compute_apps(device.get("uuid")))
     if cache and before is None:
         before = who_else()
@@ -209,6 +214,16 @@ def copy_bandwidth(index: dict, device: dict, cache: Optional[TimingCache] = Non
     if after == []:
         cache.put(key, index.get("device_info"), {"copy_bandwidth_gbps": gbps}, "copy_bandwidth_gbps")
     return gbps, MEASURED, after
+
+
+def kept_bandwidth(index: dict, device: dict, cache: Optional[TimingCache]) -> Optional[float]:
+    """The copy bandwidth the timing cache keeps for this GPU, a use counted (TimingCache.take);
+    None when it keeps none that is plausible and not due to be measured again."""
+    key = TimingCache.key(device.get("uuid"), "copy_bandwidth")
+    kept = cache.take(key, index.get("device_info")) if cache else None
+    if kept and plausible_bandwidth(kept.get("copy_bandwidth_gbps"), device):
+        return float(kept["copy_bandwidth_gbps"])
+    return None
 
 
 def query_device(index: dict, tree: str = "", cache_file: Optional[str] = None) -> subprocess.CompletedProcess:
@@ -303,6 +318,18 @@ def hung_part(whole: PhaseResult, tasks: list, limit: float) -> Dict[int, PhaseR
     return {hung.id: part} if part.in_tests_s <= TOGETHER_SHARE * limit else {}
 
 
+def account_timed(wall: Dict[str, float], in_tests: Dict[str, float], kind: str, run: Optional[PhaseResult]) -> None:
+    """A timed run's seconds into a lesson's accounts: `kind` ("performance", "reference") its
+    seconds in the hold alone, those of a parked run before its gate (runner.ParkedRun) under
+    "timed_setup", which ran beside other gradings."""
+    if run is None:
+        return
+    wall[kind] += run.elapsed_s - run.before_gate_s
+    in_tests[kind] += max(0.0, run.in_tests_s - run.before_gate_s)
+    if run.before_gate_s:
+        wall["timed_setup"] = wall.get("timed_setup", 0.0) + run.before_gate_s
+
+
 def tasks_yardsticks_env(figures: Dict[str, Dict[str, float]]) -> Dict[str, str]:
     """yardsticks_env of several tasks at once ({tag: figures}), each under its tag."""
     given = [yardsticks_env(of_task, tag).get(YARDSTICKS_ENV, "") for tag, of_task in sorted(figures.items())]
@@ -368,6 +395,12 @@ class Grader:
         # Reference figures the timing cache gave a lesson's run of several tasks (_timed_together)
         # for a task then timed alone: taken once, not counted as a second use.
         self.kept: Dict[Tuple[str, int], Dict[str, float]] = {}
+        # Timed runs started ahead of the hold (--park-timed, self._park), by (program, test spec);
+        # how many were started and how many of them timed (the others were stopped unused).
+        self.park_timed = bool(getattr(args, "park_timed", False) and self.timing_cache is not None
+                               and not args.sanitize and not args.no_timing)
+        self._parked: Dict[Tuple[str, str], ParkedRun] = {}
+        self.parked_counts = {"started": 0, "parked": 0, "used": 0}
         self._line = ""  # the progress line of the task being graded, so far
         self.sanitizer, why = sanitizer.find_sanitizer(index)
         self.no_sanitizer_why = why  # "" when there is one
@@ -613,16 +646,110 @@ class Grader:
             self.notes.append(note)
             print(note, flush=True)
             return
+        self._use_bandwidth(gbps, how)
+
+    def _use_bandwidth(self, gbps: float, how: str) -> None:
         self.env[BANDWIDTH_ENV] = str(gbps)
         self.device["copy_bandwidth_gbps"] = gbps
         print(f"  copy bandwidth {gbps:.0f} GB/s ({how}), the yardstick of the memory-bound tasks", flush=True)
 
     def _who_else(self):
+        """The processes on the GPU besides the programs parked there (ParkedRun: a context each and
+        nothing running, of this grading or another's); None when unknown."""
         asked = time.monotonic()
         try:
-            return gpu_processes.compute_apps(self.gpu_uuid)
+            apps = gpu_processes.compute_apps(self.gpu_uuid)
+            if apps:
+                parked = self.gpu.parked()
+                apps = [app for app in apps if app[0] not in parked]
+            return apps
         finally:
             self.nvidia_smi_s += time.monotonic() - asked
+
+    def _timed_run(self, lesson: Lesson, tasks: list, figures: Dict[int, Optional[Dict[str, float]]]
+                   ) -> Tuple[str, Dict[str, str], float, Optional[float]]:
+        """The test spec, environment, time limit and per-test limit of the student's timed run of
+        `tasks` of a lesson, given the reference's figures of each task ({} or None where there are
+        none): one task as _timed runs it, several as _timed_together does."""
+        limit = self._timeout(lesson)
+        if len(tasks) == 1:
+            return (f"[{tasks[0].tag}][perf]", dict(self.env, **yardsticks_env(figures.get(tasks[0].id) or {})),
+                    limit, None)
+        given = {t.tag: figures[t.id] for t in tasks if figures.get(t.id)}
+        return (",".join(f"[{t.tag}][perf]" for t in tasks), dict(self.env, **tasks_yardsticks_env(given)),
+                limit * len(tasks), limit)
+
+    def _run_timed(self, program: str, spec: str, env: Dict[str, str], timeout_s: float,
+                   test_limit_s: Optional[float] = None) -> PhaseResult:
+        """The student's timed run, inside the hold alone: the one parked for it (self._park) let go
+        on, where one waits with the same tests and environment; else run now."""
+        parked = self._parked.pop((program, spec), None)
+        if parked is not None:
+            try:
+                if parked.env == env and parked.still_parked():
+                    self.parked_counts["used"] += 1
+                    return parked.go(timeout_s, test_limit_s)
+            finally:
+                parked.close()
+                self.gpu.unmark_parked(parked.pid)
+        return run_phase(program, spec, seed=self.seed, timeout_s=timeout_s, env=env, test_limit_s=test_limit_s)
+
+    def _park(self, checks: List["LessonCheck"]) -> None:
+        """--park-timed: each checked lesson's timed run started before the hold alone and parked
+        before its first timing (ParkedRun), the GPU held shared meanwhile, as for a correctness
+        phase: the programs' start, CUDA contexts and first set-up then run beside other gradings,
+        not in the hold, where _run_timed lets them go on. Only where the run is known beforehand:
+        the copy bandwidth and the reference's figures of every timed task come from the timing
+        cache (a figure to measure is measured in the hold, before the student's run, as without
+        parking), and no task's correctness is still to be checked in the hold (deferred). The
+        figures taken here are handed to the hold (self.kept), not taken twice."""
+        if not self._bandwidth_asked:
+            gbps = kept_bandwidth(self.index, self.device, self.timing_cache)
+            if gbps is None:
+                return  # the hold measures it first
+            self._bandwidth_asked = True
+            self._use_bandwidth(gbps, KEPT)
+        wanted = []
+        for check in checks:
+            lesson, ref_program = check.lesson, (self.reference or {}).get(check.lesson.slug)
+            tasks = [t for t in lesson.tasks if t.id in check.verdicts and self.times(t, check.verdicts[t.id])]
+            if not tasks or check.deferred:
+                continue
+            figures = {t.id: self._kept_reference(lesson, t, ref_program) for t in tasks}
+            self.kept.update({(lesson.slug, i): f for i, f in figures.items() if f})
+            if ref_program and not all(figures.values()):
+                continue
+            spec, env, _, _ = self._timed_run(lesson, tasks, figures)
+            wanted.append((check.program, spec, env, self._timeout(lesson)))
+        if not wanted:
+            return
+        started = []
+        try:
+            with self._shared():
+                for program, spec, env, limit in wanted:
+                    try:
+                        started.append((ParkedRun(program, spec, seed=self.seed, env=env), limit))
+                    except OSError:  # a program that cannot start: the hold runs it, and says why
+                        continue
+                self.parked_counts["started"] += len(started)
+                for run, limit in started:
+                    if run.wait_parked(limit):
+                        self._parked[(run.program, run.test_spec)] = run
+                        self.gpu.mark_parked(run.pid)
+                        self.parked_counts["parked"] += 1
+                    else:  # it ended (a failure before any timing), or is slow: the hold runs it again
+                        run.close()
+        except BaseException:
+            for run, _ in started:
+                run.close()
+            raise
+
+    def _unpark(self) -> None:
+        """Stops the parked runs no timed phase took."""
+        for run in self._parked.values():
+            run.close()
+            self.gpu.unmark_parked(run.pid)
+        self._parked.clear()
 
     def _reference_key(self, lesson: Lesson, task) -> str:
         return TimingCache.key(self.gpu_uuid, f"reference/{lesson.slug}/{task.id}")
@@ -670,8 +797,7 @@ class Grader:
                 except FileNotFoundError:  # --no-build on a build that never made it: no comparison then
                     reference = None
             given = kept or (reference.metrics() if reference is not None and reference_usable(reference) else {})
-            phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson),
-                              env=dict(self.env, **yardsticks_env(given)))
+            phase = self._run_timed(program, spec, dict(self.env, **yardsticks_env(given)), self._timeout(lesson))
             after = hold.seen = self._who_else()
             ours = [os.getpid()] + [p.pid for p in (phase, reference) if p and p.pid]
             others = gpu_processes.others([before, after], ours)
@@ -713,12 +839,11 @@ class Grader:
                     references[t.id] = PhaseResult(records=[{"outcome": "passed", "metrics": kept[t.id]}])
             given = {t.tag: references[t.id].metrics() for t in tasks
                      if t.id in references and (kept[t.id] or reference_usable(references[t.id]))}
-            whole = run_phase(program, spec(tasks), seed=self.seed, timeout_s=limit * len(tasks),
-                              env=dict(self.env, **tasks_yardsticks_env(given)), test_limit_s=limit)
+            whole = self._run_timed(program, spec(tasks), dict(self.env, **tasks_yardsticks_env(given)),
+                                    limit * len(tasks), limit)
             after = hold.seen = self._who_else()
             for kind, run in (("performance", whole), ("reference", ref_whole)):
-                wall[kind] += run.elapsed_s if run else 0.0
-                in_tests[kind] += run.in_tests_s if run else 0.0
+                account_timed(wall, in_tests, kind, run)
             ours = [os.getpid()] + [p.pid for p in (whole, ref_whole) if p and p.pid]
             others = gpu_processes.others([before, after], ours)
             for t in missing:
@@ -801,8 +926,14 @@ class Grader:
         lesson that cannot be graded): every lesson's correctness first, side by side with other
         gradings, then every timed phase in one hold alone on the GPU (self.alone)."""
         checked = [(given, None if given else self.check_lesson(lesson, program)) for lesson, program, given in work]
-        with self.alone() if any(c and self.needs_hold(c) for _, c in checked) else nullcontext():
-            return [given or self.time_lesson(check) for given, check in checked]
+        hold = any(c and self.needs_hold(c) for _, c in checked)
+        try:
+            if hold and self.park_timed:
+                self._park([c for _, c in checked if c is not None])
+            with self.alone() if hold else nullcontext():
+                return [given or self.time_lesson(check) for given, check in checked]
+        finally:
+            self._unpark()
 
     def grade_lesson(self, lesson: Lesson, program: str) -> LessonResult:
         """One lesson: its correctness, then its timed phases alone on the GPU."""
@@ -901,10 +1032,8 @@ class Grader:
                         again = (second, second_reference)
                         timed += [second, second_reference]
                         others = gpu_processes.others([others, more], [])
-                    wall["performance"] += sum(p.elapsed_s for p in timed[0::2] if p)
-                    wall["reference"] += sum(p.elapsed_s for p in timed[1::2] if p)
-                    in_tests["performance"] += sum(p.in_tests_s for p in timed[0::2] if p)
-                    in_tests["reference"] += sum(p.in_tests_s for p in timed[1::2] if p)
+                    for i, run in enumerate(timed):
+                        account_timed(wall, in_tests, ("performance", "reference")[i % 2], run)
                 performance = judge_performance(task, correctness, perf_phase, lesson.slug, reference_phase, again)
                 note_other_processes(performance, others)
                 short = fell_short(task, performance)
@@ -1164,6 +1293,7 @@ def grade_on_device(args, root, lessons, tree_dir, build_dir, index, tree, progr
 
     run = GradeRun(tree=str(tree_dir), seed=seed, device=device, lessons=lesson_results, sanitize=args.sanitize,
                    notes=grader.notes, nvidia_smi_s=round(grader.nvidia_smi_s, 2),
+                   parked=dict(grader.parked_counts) if grader.park_timed else {},
                    gpu_lock_s={mode: {k: round(v, 2) for k, v in spent.items()} for mode, spent in lock_seconds().items()})
     print()
     print(format_scoreboard(run))

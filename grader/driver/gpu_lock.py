@@ -48,7 +48,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Dict, Iterator, Optional
+from typing import Callable, Dict, Iterator, Optional, Set
 
 from . import file_lock
 
@@ -131,6 +131,10 @@ class GpuLock:
         self.turn = lock_dir() / f"cuda-workbook-gpu-{name}.turn"
         self.mark = lock_dir() / f"cuda-workbook-gpu-{name}.waiting"
         self.holder = Path(f"{self.path}.holder")
+        # Grader programs parked before their first timing (ParkedRun, ./grade --park-timed): a
+        # file each, named by its pid, while it waits for its hold. They have a CUDA context on the
+        # GPU and nothing running there, so a timed phase does not count them as others on it.
+        self.parked_dir = lock_dir() / f"cuda-workbook-gpu-{name}.parked"
         self.tree, self.say = tree, say
 
     @property
@@ -150,6 +154,37 @@ class GpuLock:
     def exclusive(self):
         """Held while something is timed: nothing else that takes this lock runs on the GPU."""
         return self._hold(EXCLUSIVE)
+
+    def mark_parked(self, pid: int) -> None:
+        """Notes that program `pid` is parked (ParkedRun.wait_parked said so); best effort."""
+        try:
+            self.parked_dir.mkdir(mode=0o1777, exist_ok=True)
+            try:
+                os.chmod(self.parked_dir, 0o1777)  # mkdir's mode went through the umask; not ours: kept
+            except OSError:
+                pass
+            (self.parked_dir / str(pid)).touch()
+        except OSError:
+            pass  # then nvidia-smi's listing shows it among the others: a note on the verdict, no more
+
+    def unmark_parked(self, pid: int) -> None:
+        try:
+            (self.parked_dir / str(pid)).unlink()
+        except OSError:
+            pass
+
+    def parked(self) -> Set[int]:
+        """The pids of the programs parked on this GPU now (of every grading): those noted and
+        still running."""
+        pids = set()
+        try:
+            names = os.listdir(self.parked_dir)
+        except OSError:
+            return pids
+        for name in names:
+            if name.isdigit() and os.path.exists(f"/proc/{name}"):
+                pids.add(int(name))
+        return pids
 
     def why_waiting(self) -> str:
         holder = file_lock.read_holder(self.holder)

@@ -116,7 +116,8 @@ def gradescope_results(run: GradeRun) -> dict:
         # seconds its nvidia-smi queries took while it held the GPU alone.
         "extra_data": {"wall_s": {l.lesson.slug: l.wall_s for l in run.lessons if l.wall_s},
                        "wall_detail_s": {l.lesson.slug: l.wall_detail_s for l in run.lessons if l.wall_detail_s},
-                       **({"gpu_lock_s": run.gpu_lock_s, "nvidia_smi_s": run.nvidia_smi_s} if run.gpu_lock_s else {})},
+                       **({"gpu_lock_s": run.gpu_lock_s, "nvidia_smi_s": run.nvidia_smi_s} if run.gpu_lock_s else {}),
+                       **({"parked_runs": run.parked} if run.parked else {})},
     }
 
 

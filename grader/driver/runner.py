@@ -14,6 +14,7 @@ import json
 import os
 import re
 import secrets
+import select
 import signal
 import subprocess
 import tempfile
@@ -51,6 +52,9 @@ class PhaseResult:
     # The first CUDA call's context creation falls inside the first test.
     in_tests_s: float = 0.0
     pid: Optional[int] = None  # of the grader program (nvidia-smi lists it while it runs)
+    # Of elapsed_s, the seconds a parked program (ParkedRun) ran before its gate: its start and
+    # first set-up, side by side with other gradings rather than in the hold of the GPU alone.
+    before_gate_s: float = 0.0
     # The GPU waits the tests reported (grader::synchronize): how long each finished one took,
     # and the one still open when the program ended, as (what it waited for, seconds since the
     # program started). A test stopped at its deadline shows with them whether one launch never
@@ -374,58 +378,184 @@ def run_phase(program: str, test_spec: str, *, seed: int, timeout_s: float, env:
     `test_limit_s`: the program is also stopped when one test runs longer than this (several
     tasks' tests in one run, timeout_s for all of them: one hung test need not wait out the rest),
     or when no test starts for that long after the program started or after the last test ended."""
-    result = PhaseResult(timeout_s=timeout_s, sanitizer_tool=sanitizer_tool)
-    with tempfile.TemporaryDirectory(prefix="workbook-grade-") as tmp:
-        report = os.path.join(tmp, "report.jsonl")
-        command = list(sanitizer or wrapper or []) + [program, test_spec, "--rng-seed", str(seed), "--reporter",
-                                                      "compact"]
+    with _Launch(program, test_spec, seed=seed, env=env, prefix=sanitizer or wrapper) as run:
+        return run.collect(timeout_s, test_limit_s, sanitizer=bool(sanitizer), sanitizer_tool=sanitizer_tool)
+
+
+class _Launch:
+    """One grader program started (run_phase, ParkedRun): its report file and key, its output
+    (a pipe), its process in a session of its own (so a timeout kills the sanitizer and the
+    program it started), counted among the running ones (kill_running) until it ends. A context
+    manager: leaving it kills the program if it still runs, and removes its files."""
+
+    def __init__(self, program: str, test_spec: str, *, seed: int, env: Dict[str, str],
+                 prefix: Optional[Sequence[str]] = None, pass_fds: Sequence[int] = ()):
+        self._tmp = tempfile.TemporaryDirectory(prefix="workbook-grade-")
+        self.report = os.path.join(self._tmp.name, "report.jsonl")
+        self.early_output = b""  # what a parked program wrote before it parked (ParkedRun)
+        command = list(prefix or []) + [program, test_spec, "--rng-seed", str(seed), "--reporter", "compact"]
         # This run's key goes through a pipe the program reads at start-up, not the environment:
         # 32 random bytes as 64 hex digits (report_record.hpp, kReportKeyChars).
-        key = secrets.token_hex(32)
+        self.key = secrets.token_hex(32)
         key_read, key_write = os.pipe()
-        os.write(key_write, key.encode())
+        os.write(key_write, self.key.encode())
         os.close(key_write)
-        child_env = program_environment(dict(env, WORKBOOK_REPORT=report, WORKBOOK_REPORT_KEY_FD=str(key_read)))
-        start = time.monotonic()
-        # A new session, so a timeout kills the sanitizer and the program it started.
+        child_env = program_environment(dict(env, WORKBOOK_REPORT=self.report, WORKBOOK_REPORT_KEY_FD=str(key_read)))
+        self.start = time.monotonic()
         try:
-            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=child_env,
-                                       start_new_session=True, pass_fds=(key_read,))
+            self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=child_env,
+                                            start_new_session=True, pass_fds=(key_read,) + tuple(pass_fds))
+        except BaseException:
+            self._tmp.cleanup()
+            raise
         finally:
             os.close(key_read)
         with _running_lock:
-            _running.add(process.pid)
+            _running.add(self.process.pid)
+
+    def __enter__(self) -> "_Launch":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.process.returncode is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.communicate()
+        with _running_lock:
+            _running.discard(self.process.pid)
+        self._tmp.cleanup()
+
+    def collect(self, timeout_s: float, test_limit_s: Optional[float] = None, *, sanitizer: bool = False,
+                sanitizer_tool: Optional[str] = None, since: Optional[float] = None,
+                left_out_s: float = 0.0) -> PhaseResult:
+        """Waits for the program (timeout_s, and test_limit_s as run_phase says) from `since` (its
+        start by default) and reads what it left. `left_out_s`: seconds not counted in elapsed_s
+        (a parked program's wait)."""
+        result = PhaseResult(timeout_s=timeout_s, sanitizer_tool=sanitizer_tool)
+        since = self.start if since is None else since
         try:
-            output = _wait(process, start + timeout_s, _TestWatch(report, start) if test_limit_s else None,
+            output = _wait(self.process, since + timeout_s, _TestWatch(self.report, since) if test_limit_s else None,
                            test_limit_s or 0.0)
             if output is None:  # past its time: the run's, or its open test's
                 result.timed_out = True
-                result.test_over_limit = time.monotonic() < start + timeout_s
+                result.test_over_limit = time.monotonic() < since + timeout_s
                 if result.test_over_limit:
                     result.timeout_s = test_limit_s or timeout_s
-                os.killpg(process.pid, signal.SIGKILL)
-                output, _ = process.communicate()
+                os.killpg(self.process.pid, signal.SIGKILL)
+                output, _ = self.process.communicate()
         except BaseException:
             # Ctrl-C, or SIGTERM from ./grade-class (exit_on_sigterm): the program runs in a session
             # of its own, so nothing else would stop it, and a hung kernel would keep the GPU.
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
+            self.close()
             raise
-        finally:
-            with _running_lock:
-                _running.discard(process.pid)
-        result.elapsed_s = time.monotonic() - start
-        result.pid = process.pid
-        result.returncode = process.returncode
-        text = output.decode("utf-8", errors="replace")
+        result.elapsed_s = max(0.0, time.monotonic() - self.start - left_out_s)
+        result.pid = self.process.pid
+        result.returncode = self.process.returncode
+        text = (self.early_output + (output or b"")).decode("utf-8", errors="replace")
         result.output_tail = "\n".join(text.splitlines()[-25:])
         if sanitizer:
             parse_sanitizer_output(text, result)
-        if os.path.exists(report):
+        if os.path.exists(self.report):
             result.report_found = True
-            with open(report, "rb") as f:  # the MACs are over the bytes as written
-                parse_records(f.read(), result, key)
-    return result
+            with open(self.report, "rb") as f:  # the MACs are over the bytes as written
+                parse_records(f.read(), result, self.key)
+        return result
+
+
+GATE_ENV = "WORKBOOK_TIMING_GATE"  # "<gate fd>,<parked fd>", as grader_main.cpp reads it
+
+
+class ParkedRun:
+    """A timed run started before its hold of the GPU alone (./grade --park-timed): the program
+    starts, creates its CUDA context and does its first test's set-up while other gradings share
+    the GPU, then parks before its first timing (grader_main.cpp) until go() lets it time, inside
+    the hold; what it then reports is collected as run_phase would. Its PhaseResult's elapsed_s
+    leaves out the wait, and `before_gate_s` says how long it ran before parking.
+
+    Until it has parked (wait_parked), the caller holds the GPU shared, as for a correctness
+    phase: its set-up uses the GPU. A program that ended, or did not park in time, is of no use
+    (close() it, and run the tests again in the hold): its tests must not count."""
+
+    def __init__(self, program: str, test_spec: str, *, seed: int, env: Dict[str, str]):
+        self.program, self.test_spec, self.seed, self.env = program, test_spec, seed, dict(env)
+        gate_read, self._gate = os.pipe()
+        self._parked_read, parked_write = os.pipe()
+        try:
+            self._launch = _Launch(program, test_spec, seed=seed, prefix=None, pass_fds=(gate_read, parked_write),
+                                   env=dict(env, **{GATE_ENV: f"{gate_read},{parked_write}"}))
+        except BaseException:
+            for fd in (self._gate, self._parked_read):
+                os.close(fd)
+            raise
+        finally:
+            os.close(gate_read)
+            os.close(parked_write)
+        self.pid = self._launch.process.pid
+        self.parked_at: Optional[float] = None
+        self.before_gate_s = 0.0
+
+    def wait_parked(self, limit_s: float) -> bool:
+        """Whether the program parked within `limit_s` of its start; False when it ended first
+        (its tests failed before any timing, it crashed, or it never times) or is still busy."""
+        deadline = self._launch.start + limit_s
+        watched = [self._parked_read, self._launch.process.stdout.fileno()]
+        seen = b""
+        while self.parked_at is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            ready, _, _ = select.select(watched, [], [], left)
+            if watched[-1] in ready and watched[-1] != self._parked_read:
+                # Its output, read as it comes, so that a full pipe never keeps it from parking.
+                chunk = os.read(watched[-1], 1 << 16)
+                self._launch.early_output += chunk
+                if not chunk:
+                    watched.pop()
+            if self._parked_read not in ready:
+                continue
+            chunk = os.read(self._parked_read, 64)
+            if not chunk:  # the program ended, or closed the pipe, without parking
+                return False
+            seen += chunk
+            if seen.startswith(b"parked\n"):
+                self.parked_at = time.monotonic()
+                self.before_gate_s = self.parked_at - self._launch.start
+            elif not b"parked\n".startswith(seen[:7]):
+                return False  # not the grader's word
+        return True
+
+    def still_parked(self) -> bool:
+        return self.parked_at is not None and self._launch.process.poll() is None
+
+    def go(self, timeout_s: float, test_limit_s: Optional[float] = None) -> PhaseResult:
+        """Lets a parked program time (inside the hold) and collects its run: its time limits
+        count from now."""
+        went = time.monotonic()
+        try:
+            os.write(self._gate, b"g")
+        except OSError:  # it ended meanwhile: collected as it ended
+            pass
+        os.close(self._gate)
+        self._gate = -1
+        try:
+            result = self._launch.collect(timeout_s, test_limit_s, since=went, left_out_s=went - (self.parked_at or went))
+        finally:
+            self.close()
+        result.before_gate_s = min(self.before_gate_s, result.elapsed_s)
+        return result
+
+    def close(self) -> None:
+        """Stops the program if it still runs (a parked program whose gate closes exits at once)."""
+        for fd in (self._gate, self._parked_read):
+            if fd >= 0:
+                os.close(fd)
+        self._gate = self._parked_read = -1
+        self._launch.close()
 
 
 def _wait(process: subprocess.Popen, deadline: float, watch: Optional[_TestWatch],

@@ -185,6 +185,8 @@ class GradeRun:
     # (gpu_lock.lock_seconds): held exclusive is its time alone on the GPU.
     gpu_lock_s: Dict[str, Dict[str, float]] = field(default_factory=dict)
     nvidia_smi_s: float = 0.0  # asking nvidia-smi who else was on the GPU, while it was held alone
+    # --park-timed: timed runs started ahead of the hold, parked, and let go on in it (Grader._park).
+    parked: Dict[str, int] = field(default_factory=dict)
 
     @property
     def score(self) -> float:

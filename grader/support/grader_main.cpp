@@ -2,19 +2,74 @@
 // report records (report_record.hpp) to the file named by WORKBOOK_REPORT, each signed with
 // the key the driver passed through a pipe, both taken at start-up (report_record.cpp). Without
 // that variable the program is an ordinary Catch2 test program: run it by hand to debug.
+//
+// With WORKBOOK_TIMING_GATE ("<gate fd>,<parked fd>", ./grade --park-timed: grader/driver/runner.py,
+// ParkedRun) the program parks before its first timing (workbook::set_before_first_timing): it
+// says "parked" on one pipe and waits for the driver's "g" on the other, which comes once the GPU
+// is the grading's alone. Its records' clock leaves out the wait.
 #include "grader.hpp"
 #include "report_record.hpp"
+
+#include "workbook/timer.hpp"
 
 #include <catch2/catch_session.hpp>
 #include <catch2/catch_test_case_info.hpp>
 #include <catch2/reporters/catch_reporter_event_listener.hpp>
 #include <catch2/reporters/catch_reporter_registrars.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
+#include <unistd.h>
+
 namespace {
+
+// The timing gate's pipes (-1: none), and the seconds the program waited there, which the
+// records' clock leaves out.
+int gate_fd = -1, parked_fd = -1;
+double parked_s = 0.0;
+
+// Exit status of a program whose gate closed without a "g": the driver is gone or discarded
+// it, and nothing is to be timed.
+constexpr int kGateClosedExit = 3;
+
+void park_until_go() {
+  // Nothing of this program's is left running on the GPU while it waits, so a parked program
+  // does not disturb the grading that has the GPU alone.
+  (void)cudaDeviceSynchronize();
+  const auto parked = std::chrono::steady_clock::now();
+  static const char kParked[] = "parked\n";
+  ssize_t wrote = 0;
+  do wrote = ::write(parked_fd, kParked, sizeof kParked - 1);
+  while (wrote < 0 && errno == EINTR);
+  char go = 0;
+  ssize_t got = 0;
+  do got = ::read(gate_fd, &go, 1);
+  while (got < 0 && errno == EINTR);
+  ::close(gate_fd);
+  ::close(parked_fd);
+  if (wrote <= 0 || got != 1 || go != 'g') std::_Exit(kGateClosedExit);
+  parked_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - parked).count();
+}
+
+// WORKBOOK_TIMING_GATE, taken as main() begins: both descriptors, or no gate.
+void take_timing_gate() {
+  const char* text = std::getenv("WORKBOOK_TIMING_GATE");
+  if (text == nullptr) return;
+  int gate = -1, parked = -1;
+  char tail = 0;
+  if (std::sscanf(text, "%d,%d%c", &gate, &parked, &tail) == 2 && gate >= 0 && parked >= 0) {
+    gate_fd = gate;
+    parked_fd = parked;
+    workbook::set_before_first_timing(park_until_go);
+  } else {
+    std::fprintf(stderr, "grader: WORKBOOK_TIMING_GATE is not two descriptor numbers: the program does not park\n");
+  }
+  ::unsetenv("WORKBOOK_TIMING_GATE");
+}
 
 class GradeListener : public Catch::EventListenerBase {
 public:
@@ -96,10 +151,11 @@ public:
 
 private:
   // Every record carries the seconds since the program started, on the clock the driver's
-  // deadline runs on, so a test stopped at its limit shows what it was doing and for how long.
+  // deadline runs on, so a test stopped at its limit shows what it was doing and for how long;
+  // less the wait of a parked program, whose deadline starts again when it goes on.
   void write(grader::TestRecord record) {
     if (file_ == nullptr) return;
-    record.t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    record.t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() - parked_s;
     const std::string line = grader::sign_record(grader::format_record(record), sequence_++, grader::report_key());
     std::fprintf(file_, "%s\n", line.c_str());
     std::fflush(file_);
@@ -116,4 +172,7 @@ private:
 
 CATCH_REGISTER_LISTENER(GradeListener)
 
-int main(int argc, char* argv[]) { return Catch::Session().run(argc, argv); }
+int main(int argc, char* argv[]) {
+  take_timing_gate();
+  return Catch::Session().run(argc, argv);
+}

@@ -265,14 +265,17 @@ class GradeOneTest(Temp):
         self.assertNotIn("--counters-when-short", argv_file.read_text().split())
         args.all_counters = False
         self.assertNotIn("--timing-cache", argv_file.read_text().split())
+        self.assertNotIn("--park-timed", argv_file.read_text().split())  # nothing to take the figures from
         cg.grade_one(fake_root, args, "alice", self.tmp / "alice", self.tmp / "fb", self.tmp / "b", 7, LESSONS, None,
                      self.tmp / "out" / "timing_cache.json")
         argv = argv_file.read_text().split()
         self.assertEqual(argv[argv.index("--timing-cache") + 1], str(self.tmp / "out" / "timing_cache.json"))
+        self.assertIn("--park-timed", argv)  # with a timing cache, on a GPU it shares
         # Alone on its GPU (--per-gpu 1): room for the racecheck split, so no --one-check-per-tool.
         cg.grade_one(fake_root, args, "alice", self.tmp / "alice", self.tmp / "fb", self.tmp / "b", 7, LESSONS, None,
                      shared_gpu=False)
         self.assertNotIn("--one-check-per-tool", argv_file.read_text().split())
+        self.assertNotIn("--park-timed", argv_file.read_text().split())  # alone: nothing to park beside
 
 
 class WhereTheTimeWentTest(Temp):
@@ -287,11 +290,13 @@ class WhereTheTimeWentTest(Temp):
         smi = {"alice": 0.3, "bob": "x"}
         locks = {"alice": {"exclusive": {"waited": 1.0, "held": 4.5}, "shared": {"waited": 0.5, "held": 2.0}},
                  "bob": {"exclusive": {"waited": 2.0, "held": 1.5}, "shared": "x"}}
+        parked = {"alice": {"started": 3, "parked": 2, "used": 2}, "bob": {"started": 1, "parked": True, "used": -1}}
         for name, seconds in (("alice", 12.0), ("bob", 4.0)):
             cg.write_json(paths.result(name), {"status": "graded", "points": {}, "seconds": seconds, "seed": 7})
             cg.write_json(paths.feedback(name) / "results.json",
                           {"tests": [], "extra_data": {"wall_s": walls[name], "wall_detail_s": details[name],
-                                                       "gpu_lock_s": locks[name], "nvidia_smi_s": smi[name]}})
+                                                       "gpu_lock_s": locks[name], "nvidia_smi_s": smi[name],
+                                                       "parked_runs": parked[name]}})
         # results.json files of shapes no ./grade writes: left out of the sums
         for name, results in (("carol", {"extra_data": "x"}), ("dave", {"extra_data": {"wall_s": {"01": 3}}}),
                               ("erin", {"extra_data": {"wall_s": {"01": {"correctness": "lots"}}}}), ("fay", [1])):
@@ -323,6 +328,8 @@ class WhereTheTimeWentTest(Temp):
         self.assertEqual(times["phase_details_s_by_lesson"]["02_multiply_add"], {"reference_in_tests": 0.5})
         self.assertEqual(times["gpu_lock_s"], {"exclusive_held": 6.0, "exclusive_waited": 3.0, "nvidia_smi": 0.3,
                                                "shared_held": 2.0, "shared_waited": 0.5})
+        # ./grade --park-timed's counts, summed; a flag and a negative count left out.
+        self.assertEqual(times["parked_runs"], {"parked": 2, "started": 4, "used": 2})
         # The longest phases of one lesson of one submission, longest first (ties by name), at most
         # LONGEST of them; the totals and the numbers of other shapes left out.
         longest = [(p["submission"], p["lesson"], p["phase"], p["s"]) for p in times["longest_s"]]

@@ -15,6 +15,8 @@ from unittest import mock
 
 from helpers import lesson, phase
 from driver.manifest import parse_manifest
+from functools import partial
+
 from driver import cli, counters, gpu_lock, gpu_processes, scoring
 from driver.reports import format_scoreboard, gradescope_results
 from driver.scoring import judge_performance, measure_again, note_other_processes
@@ -646,6 +648,39 @@ TWO_TIMED = {"lessons": [{
     ]}]}
 
 
+class FakeParked:
+    """cli.ParkedRun's stand-in: records its start (under which hold of the lock), parks as the
+    test says (test.parks), and on go() runs the test's run_phase, noting the hold then."""
+
+    def __init__(self, test, grader, program, spec, *, seed, env):
+        self.test, self.grader = test, grader
+        self.program, self.test_spec, self.env, self.pid = program, spec, dict(env), 4242
+        self.before_gate_s = 0.25
+        self.closed = False
+        test.parked_runs.append(self)
+        test.events.append(("start", spec, grader.gpu.held))
+
+    def wait_parked(self, limit_s):
+        self.test.events.append(("parked?", self.test_spec, self.grader.gpu.held))
+        return self.test.parks
+
+    def still_parked(self):
+        return not self.closed
+
+    def go(self, timeout_s, test_limit_s=None):
+        self.test.events.append(("go", self.test_spec, self.grader.gpu.held))
+        self.test.runs.append(("parked", self.test_spec, self.grader.gpu.held, self.env.get(cli.YARDSTICKS_ENV, ""),
+                               test_limit_s))
+        result = self.test.run_phase(self.program, self.test_spec, env=self.env, test_limit_s=test_limit_s)
+        self.test.runs.pop()  # run_phase noted it too: once, as the parked run
+        result.before_gate_s = self.before_gate_s
+        return result
+
+    def close(self):
+        self.closed = True
+        self.test.events.append(("close", self.test_spec, self.grader.gpu.held))
+
+
 class TimedTogetherTest(unittest.TestCase):
     """A lesson's timed tasks in one hold alone and one process each for the reference and the
     student (cli.Grader._timed_together): each task given its own yardsticks, judged by its own
@@ -658,16 +693,17 @@ class TimedTogetherTest(unittest.TestCase):
         self.runs = []  # (program, spec, held, env's yardsticks, test_limit_s)
         self.reference = "reference"
         self.reference_records = lambda records: records  # what the reference's timed run reports
+        self.parked_runs, self.events, self.parks = [], [], True  # --park-timed (FakeParked)
 
     def tearDown(self):
         self.env.stop()
         self.tmp.cleanup()
 
-    def grade(self, student, timing_cache=None):
+    def grade(self, student, timing_cache=None, park_timed=False):
         """`student(tags)`: the student's timed run of those tasks (tags), as records; the reference
         gives 0.9 of the copy bandwidth and host_api_ms 10 times the task's number."""
         grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None, no_sanitizer_check=True,
-                                      no_counters=True, timing_cache=timing_cache),
+                                      no_counters=True, timing_cache=timing_cache, park_timed=park_timed),
                             {}, {"07_monte_carlo": self.reference}, {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0},
                             seed=1, tree="alice_1a2b3c4d")
 
@@ -695,9 +731,12 @@ class TimedTogetherTest(unittest.TestCase):
                 result.record_seconds.append(took)
             return result
 
+        self.run_phase = run_phase
         with mock.patch.object(cli, "run_phase", run_phase), contextlib.redirect_stdout(io.StringIO()), \
-                mock.patch.object(gpu_processes, "compute_apps", return_value=[]):
+                mock.patch.object(gpu_processes, "compute_apps", return_value=[]), \
+                mock.patch.object(cli, "ParkedRun", partial(FakeParked, self, grader)):
             self.result = grader.grade_lesson(parse_manifest(TWO_TIMED)[0], "student")
+        self.grader = grader
         return {t.task.id: t.performance for t in self.result.tasks}
 
     @staticmethod
@@ -819,3 +858,92 @@ class TimedTogetherTest(unittest.TestCase):
         self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache)
         self.assertEqual([spec for program, spec, _ in self.timed()], ["[task_2][perf]", "[task_1][perf],[task_2][perf]"])
         self.assertIn("task_1.host_api_ms=10.0", self.runs[-1][3])
+
+
+class ParkTimedTest(TimedTogetherTest):
+    """./grade --park-timed (./grade-class where gradings share a GPU): a lesson's timed run
+    started before the hold alone, the GPU held shared meanwhile, and let go on inside the hold with
+    the very tests and environment the hold would run; anything else runs as without it."""
+
+    both = "[task_1][perf],[task_2][perf]"
+
+    def warm_cache(self):
+        cache = os.path.join(self.tmp.name, "timings.json")
+        self.reference = os.path.join(self.tmp.name, "reference")
+        Path(self.reference).write_text("a build of the reference")
+        self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache)  # the reference timed
+        self.runs.clear()
+        self.events.clear()
+        return cache
+
+    def test_started_shared_before_the_hold_and_let_go_on_inside_it_with_the_holds_environment(self):
+        cache = self.warm_cache()
+        performance = self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache,
+                                 park_timed=True)
+        self.assertEqual(self.events, [("start", self.both, "SH"), ("parked?", self.both, "SH"),
+                                       ("go", self.both, "EX"), ("close", self.both, "EX")])
+        self.assertEqual(self.timed(), [("parked", self.both, "EX")])  # the only timed run: no reference, no rerun
+        parked = self.runs[-1]
+        self.assertIn("task_1.host_api_ms=10.0", parked[3])
+        self.assertIn("task_2.host_api_ms=20.0", parked[3])
+        self.assertEqual(parked[4], 40)
+        self.assertEqual((performance[1].status, performance[2].status), (scoring.PASSED, scoring.PASSED))
+        # Before the gate, beside others; the rest in the hold.
+        self.assertEqual(self.result.wall_s["timed_setup"], 0.25)
+        self.assertEqual(self.result.wall_s["performance"], 2.75)
+        self.assertEqual(self.grader.parked_counts, {"started": 1, "parked": 1, "used": 1})
+        # The cache's figures were taken once for this grading, by the parking.
+        uses = {k[-1]: v["uses"] for k, v in json.loads(Path(cache).read_text())["entries"].items()}
+        self.assertEqual(uses, {"1": 1, "2": 1})
+
+    def test_without_the_references_figures_nothing_is_parked(self):
+        self.reference = os.path.join(self.tmp.name, "reference")
+        Path(self.reference).write_text("a build of the reference")
+        self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}),
+                   timing_cache=os.path.join(self.tmp.name, "timings.json"), park_timed=True)
+        self.assertEqual(self.events, [])
+        self.assertEqual(self.timed(), [("reference", self.both, "EX"), ("student", self.both, "EX")])
+
+    def test_a_run_that_did_not_park_is_stopped_and_the_hold_runs_it(self):
+        cache = self.warm_cache()
+        self.parks = False
+        self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache, park_timed=True)
+        self.assertEqual([e[0] for e in self.events], ["start", "parked?", "close"])
+        self.assertEqual(self.timed(), [("student", self.both, "EX")])
+        self.assertEqual(self.grader.parked_counts, {"started": 1, "parked": 0, "used": 0})
+        self.assertNotIn("timed_setup", self.result.wall_s)
+
+    def test_a_parked_run_whose_environment_is_not_the_holds_is_stopped_unused(self):
+        cache = self.warm_cache()
+        real = cli.Grader._timed_run
+
+        def other_env(grader, lesson, tasks, figures):
+            spec, env, limit, test_limit = real(grader, lesson, tasks, figures)
+            return spec, dict(env, WORKBOOK_SOMETHING="else"), limit, test_limit
+        with mock.patch.object(cli.Grader, "_timed_run", other_env):
+            self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache, park_timed=True)
+        self.assertEqual([e[0] for e in self.events], ["start", "parked?", "close"])
+        self.assertEqual(self.timed(), [("student", self.both, "EX")])
+        self.assertEqual(self.grader.parked_counts["used"], 0)
+
+    def test_a_run_that_is_not_wanted_after_all_is_stopped_when_the_grading_ends(self):
+        cache = self.warm_cache()
+        with mock.patch.object(cli.Grader, "_run_timed", lambda grader, program, spec, env, timeout_s,
+                               test_limit_s=None: self.run_phase(program, spec, env=env, test_limit_s=test_limit_s)):
+            self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache, park_timed=True)
+        self.assertEqual([e[0] for e in self.events], ["start", "parked?", "close"])
+        self.assertTrue(self.parked_runs[0].closed)
+        self.assertEqual(os.listdir(self.grader.gpu.parked_dir), [])  # unmarked
+
+    def test_parked_programs_are_not_others_on_the_gpu(self):
+        lock = gpu_lock.GpuLock("GPU-test")
+        lock.mark_parked(os.getpid())
+        lock.mark_parked(999999999)  # not running: not counted
+        self.assertEqual(lock.parked(), {os.getpid()})
+        grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None, no_sanitizer_check=True,
+                                      no_counters=True, timing_cache=None),
+                            {}, {}, {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0}, seed=1, tree="bob")
+        with mock.patch.object(gpu_processes, "compute_apps", return_value=[(os.getpid(), "grade_03"), (7, "train")]):
+            self.assertEqual(grader._who_else(), [(7, "train")])
+        lock.unmark_parked(os.getpid())
+        self.assertEqual(lock.parked(), set())

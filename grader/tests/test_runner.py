@@ -4,6 +4,7 @@ also against a real grader program built without a GPU."""
 import hashlib
 import hmac
 import os
+import time
 import stat
 import tempfile
 import textwrap
@@ -12,7 +13,7 @@ from unittest import mock
 
 from helpers import lesson  # also puts the driver on sys.path
 from driver import scoring
-from driver.runner import PhaseResult, parse_records, parse_sanitizer_output, run_phase, verify_line
+from driver.runner import ParkedRun, PhaseResult, parse_records, parse_sanitizer_output, run_phase, verify_line
 
 
 def judge(result):
@@ -417,6 +418,53 @@ class RealProgramTest(unittest.TestCase):
         verdict = judge(r)
         self.assertEqual((verdict.status, verdict.score), (scoring.FAILED, 0))
         self.assertIn("exited with status 0", verdict.summary)
+
+
+@unittest.skipUnless(CHANNEL_PROGRAM and os.path.exists(CHANNEL_PROGRAM),
+                     "WORKBOOK_REPORT_CHANNEL_PROGRAM names no built program (ctest sets it)")
+class ParkedRunTest(unittest.TestCase):
+    """runner.ParkedRun with the real main() (grader_main.cpp): the program parks before its first
+    timing, says so, times only once let go on, and its seconds leave out the wait. [times]
+    sleeps 0.2 s before it times."""
+
+    def test_it_parks_before_the_first_timing_and_its_seconds_leave_out_the_wait(self):
+        run = ParkedRun(CHANNEL_PROGRAM, "[times]", seed=1, env={})
+        self.assertTrue(run.wait_parked(30))
+        self.assertGreaterEqual(run.before_gate_s, 0.2)
+        with open(run._launch.report, "rb") as f:  # parked inside the test, nothing timed yet
+            self.assertNotIn(b'"end"', f.read())
+        time.sleep(1.0)
+        self.assertTrue(run.still_parked())
+        r = run.go(30)
+        self.assertEqual((r.returncode, r.forged_lines, r.run_completed), (0, 0, True), r.output_tail)
+        self.assertEqual([x["outcome"] for x in r.records], ["passed"])
+        self.assertGreater(r.metrics()["median_ms"], 0.9)
+        self.assertLess(r.in_tests_s, 0.8)  # the test's 0.2 s and 3 ms, not the 1 s parked
+        self.assertLess(r.elapsed_s, 0.9)
+        self.assertEqual(r.before_gate_s, run.before_gate_s)
+
+    def test_a_program_that_times_nothing_never_parks(self):
+        run = ParkedRun(CHANNEL_PROGRAM, "[honest]", seed=1, env={})
+        started = time.monotonic()
+        self.assertFalse(run.wait_parked(30))
+        self.assertLess(time.monotonic() - started, 10)  # at its end, not at the limit
+        run.close()
+
+    def test_a_parked_program_whose_gate_closes_exits_without_timing(self):
+        run = ParkedRun(CHANNEL_PROGRAM, "[times]", seed=1, env={})
+        self.assertTrue(run.wait_parked(30))
+        process, report = run._launch.process, run._launch.report
+        os.close(run._gate)  # the driver gone
+        run._gate = -1
+        self.assertEqual(process.wait(timeout=10), 3)
+        with open(report, "rb") as f:
+            self.assertNotIn(b'"end"', f.read())
+        run.close()
+
+    def test_a_run_with_no_gate_does_not_park(self):
+        r = run_phase(CHANNEL_PROGRAM, "[times]", seed=1, timeout_s=30, env={})
+        self.assertEqual([x["outcome"] for x in r.records], ["passed"])
+        self.assertEqual(r.before_gate_s, 0.0)
 
 
 class StopTest(unittest.TestCase):

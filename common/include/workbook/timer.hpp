@@ -99,4 +99,10 @@ TimingStats time_on_host(const std::function<void()>& work, int warmup, int samp
 /// Effective bandwidth in GB/s (1e9 bytes per second) of moving \p bytes in \p ms milliseconds.
 double gigabytes_per_second(double bytes, double ms);
 
+/// Sets a function that time_on_device and time_on_host call once, before the first timing of
+/// the process (and measure() through them); nullptr sets none. The grader parks a timed program
+/// there: its start and set-up run while other gradings share the GPU, and it waits until the
+/// GPU is its alone (grader/support/grader_main.cpp, `./grade-class` on a shared GPU).
+void set_before_first_timing(void (*hook)());
+
 }  // namespace workbook

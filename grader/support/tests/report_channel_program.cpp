@@ -6,7 +6,9 @@
 //   [fails]    fails with a message that is not UTF-8;
 //   [forges]   appends a replayed line and a made-up passing record to the report file;
 //   [exits]    calls std::exit(0) in the middle of a test;
-//   [yardsticks] asks grader::yardstick for figures, each "measured" as 7 when not given.
+//   [yardsticks] asks grader::yardstick for figures, each "measured" as 7 when not given;
+//   [times]    sleeps 0.2 s (its set-up), then times a 1 ms sleep three times by the host's clock
+//              (workbook::time_on_host: where a parked program waits, ./grade --park-timed).
 // All but [honest] are hidden ([.]): run by hand, the program runs that one alone.
 // Environment switches, each an attack made at start-up:
 //   WORKBOOK_CHANNEL_TEST_SETENV       a default-priority static initialiser sets the bandwidth,
@@ -22,16 +24,19 @@
 #include "workbook/device_info.hpp"
 #include "workbook/guarded_array.hpp"
 #include "workbook/startup_environment.hpp"
+#include "workbook/timer.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -129,4 +134,10 @@ TEST_CASE("yardsticks", "[.][yardsticks]") {
     grader::yardstick(name, [&] { return ++measured, 7.0; });
   }
   grader::record_metric("measured", measured);
+}
+
+TEST_CASE("times", "[.][times]") {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto stats = workbook::time_on_host([] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }, 0, 3);
+  grader::record_metric("median_ms", stats.median_ms);
 }
