@@ -426,6 +426,8 @@ class _Launch:
             except ProcessLookupError:
                 pass
             self.process.communicate()
+        if self.process.stdout is not None and not self.process.stdout.closed:
+            self.process.stdout.close()  # a program that ended by itself, whose output nobody read
         with _running_lock:
             _running.discard(self.process.pid)
         self._tmp.cleanup()
