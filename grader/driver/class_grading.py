@@ -39,7 +39,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from . import build, counters
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
@@ -275,11 +275,17 @@ def intake_one(sub: Submission, lessons: List[Lesson], paths: Paths) -> dict:
 
 
 def build_class(root: Path, build_dir: Path, trees: Dict[str, Path], lessons: List[Lesson], jobs: int,
-                changed: Optional[set] = None) -> None:
+                changed: Optional[set] = None, first: Optional[set] = None,
+                first_built: Optional[Callable[[], None]] = None) -> None:
     """Configures once for every tree and builds every grader program in one parallel run of the
     build tool that keeps going past errors; saves each failing lesson's compiler errors. The
     programs of `changed` trees (None: all) are deleted first: a resubmission that no longer
-    compiles must not leave its old program behind to be graded."""
+    compiles must not leave its old program behind to be graded.
+
+    With `first` (some of the trees' names) the build comes in two parts: the helper, the
+    reference's programs and the `first` trees' (errors saved), then `first_built()` is called, so
+    their gradings can start, and the other trees' programs are built after it, at a lower
+    priority (nice), without a progress bar (ClassBuild)."""
     slugs = {lesson.slug for lesson in lessons}
     with build.locked(build_dir, "class"):
         registered = build.register_trees(build_dir, trees)
@@ -298,28 +304,125 @@ def build_class(root: Path, build_dir: Path, trees: Dict[str, Path], lessons: Li
             build.error_log_path(build_dir, name, slug).unlink(missing_ok=True)
         targets = ["workbook_device_info"] + [build.grader_target(slug, "solutions")
                                               for slug in build.programs(index, "solutions") if slug in slugs]
-        targets += [build.grader_target(slug, name) for name, slug, _ in wanted]
-        run_build_tool(build_dir, targets, jobs)
+        now = [w for w in wanted if first is None or w[0] in first]
+        later = [w for w in wanted if first is not None and w[0] not in first]
+        run_build_tool(build_dir, targets + [build.grader_target(slug, name) for name, slug, _ in now], jobs)
         if not Path(index["device_info"]).is_file():
             ok, log = build.build_target(build_dir, "workbook_device_info")
             if not ok:
                 raise build.BuildError("the helper library does not compile:\n" + build.first_errors(log))
-        failed = [(name, slug) for name, slug, program in wanted if not Path(program).is_file()]
-        for i, (name, slug) in enumerate(failed):
+        save_compile_errors(build_dir, now)
+        if first_built is not None:
+            first_built()
+        if later:
+            started = time.monotonic()
+            run_build_tool(build_dir, [build.grader_target(slug, name) for name, slug, _ in later], jobs, quiet=True)
+            save_compile_errors(build_dir, later, quiet=True)
+            print(f"Built the other {len({name for name, _, _ in later})} submissions' programs in "
+                  f"{time.monotonic() - started:.0f} s, beside the first gradings.", flush=True)
+
+
+def save_compile_errors(build_dir: Path, wanted: List[Tuple[str, str, str]], quiet: bool = False) -> None:
+    """The compiler's first errors of each wanted (tree, slug, program) that was not built, built
+    again alone, into its error log (./grade --no-build reports them as "does not compile")."""
+    failed = [(name, slug) for name, slug, program in wanted if not Path(program).is_file()]
+    for i, (name, slug) in enumerate(failed):
+        if not quiet:
             print(f"  collecting the compiler's errors: {name} {slug} ({i + 1}/{len(failed)})", flush=True)
-            _, log = build.build_target(build_dir, build.grader_target(slug, name))
-            path = build.error_log_path(build_dir, name, slug)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(build.first_errors(log) + "\n")
+        _, log = build.build_target(build_dir, build.grader_target(slug, name))
+        path = build.error_log_path(build_dir, name, slug)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(build.first_errors(log) + "\n")
+
+
+class ClassBuild:
+    """The class's build beside its first gradings (main): build_class in a thread of its own,
+    with `first` (the submissions the gradings start with) built first. wait_first() returns once
+    those can be graded (or the build failed before); ready(name) waits until a submission's
+    programs are built and says why not when the build failed. stop() ends the build tool's run
+    under way (Ctrl-C)."""
+
+    def __init__(self, root: Path, build_dir: Path, trees: Dict[str, Path], lessons: List[Lesson], jobs: int,
+                 changed: Optional[set], first: set):
+        self.first = set(first)
+        self.error: Optional[BaseException] = None
+        self._first, self._all = threading.Event(), threading.Event()
+        self.first_s: Optional[float] = None
+        self.all_s: Optional[float] = None
+        started = time.monotonic()
+
+        def first_built() -> None:
+            self.first_s = time.monotonic() - started
+            self._first.set()
+
+        def run() -> None:
+            try:
+                build_class(root, build_dir, trees, lessons, jobs, changed, self.first, first_built)
+            except BaseException as e:  # noqa: BLE001 - said where the gradings wait for it
+                self.error = e
+            finally:
+                self.all_s = time.monotonic() - started
+                self._first.set()
+                self._all.set()
+
+        self.thread = threading.Thread(target=run, name="class-build", daemon=True)
+        self.thread.start()
+
+    def wait_first(self) -> None:
+        while not self._first.wait(0.5):  # in steps, so that Ctrl-C reaches the main thread
+            pass
+
+    def ready(self, name: str) -> Optional[str]:
+        if name in self.first:
+            self.wait_first()
+            built = self.first_s is not None
+        else:
+            while not self._all.wait(0.5):
+                pass
+            built = self.error is None
+        return None if built else f"the class's build failed: {self.error}"
+
+    def stop(self) -> None:
+        stop_build_tools()
 
 
 _NINJA_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
 _MAKE_PROGRESS = re.compile(r"^\[\s*(\d+)%\]")
 
 
-def run_build_tool(build_dir: Path, targets: List[str], jobs: int) -> None:
+_BUILD_TOOLS: set = set()  # the build tool's runs under way (run_build_tool), for stop_build_tools
+_BUILD_TOOLS_LOCK = threading.Lock()
+
+
+def stop_build_tools() -> None:
+    """Ends the build tool's runs under way (their process groups)."""
+    with _BUILD_TOOLS_LOCK:
+        running = list(_BUILD_TOOLS)
+    for process in running:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def run_build_tool(build_dir: Path, targets: List[str], jobs: int, quiet: bool = False) -> None:
+    """One run of the build tool over `targets`, keeping going past errors; with a progress bar,
+    or `quiet`ly and at a lower priority (nice 10: beside gradings under way)."""
     command = ["cmake", "--build", str(build_dir), "--parallel", str(jobs), "--target", *targets, "--",
                *build.keep_going(build_dir)]
+    if quiet:
+        if shutil.which("nice"):
+            command = ["nice", "-n", "10"] + command
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        with _BUILD_TOOLS_LOCK:
+            _BUILD_TOOLS.add(process)
+        try:
+            process.wait()
+        finally:
+            with _BUILD_TOOLS_LOCK:
+                _BUILD_TOOLS.discard(process)
+        return
     print(f"Building {len(targets)} programs with {jobs} parallel jobs ...", flush=True)
     bar = ProgressBar(100, "% built")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -644,17 +747,39 @@ def grade_result(name: str, code: Optional[int], output: str, seconds: float, le
     return record
 
 
-def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir: Path, seed: int,
-                      lessons: List[Lesson], intakes: Dict[str, dict], key: Dict[str, object]) -> None:
-    """Grades `todo` on every GPU at once, --per-gpu gradings per GPU at a time (gradings_per_gpu
-    when it is not given), with a progress bar."""
+@dataclass
+class Slots:
+    """Where the gradings run: the GPUs, how many gradings share each, and why that many."""
+    gpus: List[Optional[str]]
+    per_gpu: int
+    why: str
+
+    @property
+    def workers(self) -> List[Optional[str]]:
+        return [gpu for gpu in self.gpus for _ in range(self.per_gpu)]
+
+
+def grading_slots(args) -> Slots:
+    """The GPUs (--gpus, else the visible ones) and --per-gpu, else gradings_per_gpu's count."""
     gpus = available_gpus(args.gpus)
-    shown = ", ".join(g for g in gpus if g is not None) or "none found"
     per_gpu, why = args.per_gpu, "--per-gpu"
     if per_gpu is None:
         cores = int(os.environ.get("SLURM_CPUS_PER_TASK") or len(os.sched_getaffinity(0)) or 1)
         per_gpu, why = gradings_per_gpu(gpus, cores, listed_gpu_memory(gpus) if gpus != [None] else None)
-    workers = [gpu for gpu in gpus for _ in range(per_gpu)]
+    return Slots(gpus, per_gpu, why)
+
+
+def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir: Path, seed: int,
+                      lessons: List[Lesson], intakes: Dict[str, dict], key: Dict[str, object],
+                      slots: Optional[Slots] = None, ready: Optional[Callable[[str], Optional[str]]] = None) -> None:
+    """Grades `todo` on every GPU at once, --per-gpu gradings per GPU at a time (gradings_per_gpu
+    when it is not given), with a progress bar, in `todo`'s order. `ready(name)`: waits until a
+    submission's programs are built (ClassBuild), and says why it cannot be graded when the build
+    failed."""
+    slots = slots or grading_slots(args)
+    gpus, per_gpu, why = slots.gpus, slots.per_gpu, slots.why
+    shown = ", ".join(g for g in gpus if g is not None) or "none found"
+    workers = slots.workers
     print(f"Grading {len(todo)} submissions with seed {seed}, {len(workers)} at a time, {per_gpu} a GPU ({why}; "
           f"GPUs: {shown})", flush=True)
     work: "queue.Queue[str]" = queue.Queue()
@@ -672,8 +797,11 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
                 return
             intake = intakes[name]
             try:
+                unbuilt = ready(name) if ready is not None and intake.get("taken") else None
                 if not intake.get("taken"):
                     record = not_gradable_result(name, intake, lessons, seed, paths)
+                elif unbuilt:
+                    record = {"status": GRADER_ERROR, "notes": [unbuilt]}
                 else:
                     code, output, seconds = grade_one(root, args, name, paths.tree(name), paths.feedback(name),
                                                       build_dir, seed, lessons, gpu, cache, shared_gpu=per_gpu > 1)
@@ -697,6 +825,7 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
     except KeyboardInterrupt:
         while not work.empty():  # no worker starts another
             work.get_nowait()
+        stop_build_tools()
         stopped = stop_gradings()
         print(f"\nInterrupted: stopped {stopped} grading(s) under way. Run the same command again to go on; "
               "the submissions graded so far are kept.", flush=True)
@@ -1041,18 +1170,41 @@ def grade_class(argv: Optional[List[str]] = None, root: Optional[Path] = None) -
         return slurm_submit(root, args, paths, todo, seed, lessons, build_dir)
 
     times: Dict[str, object] = {}
+    slots = grading_slots(args) if todo else None
+    background: Optional[ClassBuild] = None
     if trees and not args.prebuilt:
         started = time.monotonic()
+        # The first gradings start once their own programs are built; the others' are built
+        # beside them (ClassBuild), when there are more submissions than gradings at once.
+        first = [n for n in todo if build.tree_name(root, paths.tree(n)) in trees][:len(slots.workers)] if slots else []
+        first_trees = {build.tree_name(root, paths.tree(n)) for n in first}
         try:
-            build_class(root, build_dir, trees, lessons, args.jobs, changed)
+            if len(first_trees) < len(trees):
+                background = ClassBuild(root, build_dir, trees, lessons, args.jobs, changed, first_trees)
+                try:
+                    background.wait_first()
+                except KeyboardInterrupt:
+                    background.stop()
+                    raise
+                if background.error is not None and background.first_s is None:
+                    raise background.error
+            else:
+                build_class(root, build_dir, trees, lessons, args.jobs, changed)
         except build.BuildError as e:
             print(f"grade-class: {e}", file=sys.stderr)
             return EXIT_BUILD
         times["build_s"] = round(time.monotonic() - started, 1)
     if todo:
         started = time.monotonic()
-        grade_submissions(root, args, todo, paths, build_dir, seed, lessons, intakes, key)
+        ready = None
+        if background is not None:
+            ready = lambda name: background.ready(build.tree_name(root, paths.tree(name)))  # noqa: E731
+        grade_submissions(root, args, todo, paths, build_dir, seed, lessons, intakes, key, slots, ready)
         times.update(graded_now=len(todo), grading_wall_s=round(time.monotonic() - started, 1))
+    if background is not None:
+        background.thread.join()
+        if background.all_s is not None:
+            times["build_beside_grading_s"] = round(background.all_s, 1)
     if args.shard:
         return EXIT_OK
     return merge(paths, lessons, names, seed, times)

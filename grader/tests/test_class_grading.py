@@ -9,8 +9,11 @@ import os
 import sys
 import tarfile
 import tempfile
+import threading
+import time
 import unittest
 import unittest.mock
+from unittest import mock
 import zipfile
 from pathlib import Path
 
@@ -390,6 +393,66 @@ class InterruptTest(Temp):
         while alive(grading) and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertFalse(alive(grading), "the grading under way was left running")
+
+
+class BuildBesideGradingTest(Temp):
+    """With more submissions than gradings at once, the first gradings start once their own
+    programs are built, and the others' are built beside them (cg.ClassBuild)."""
+
+    def run_class(self, names, fail_later=False, per_gpu="1"):
+        for name in names:
+            self.write(f"subs/{name}/01_vector_add/vector_add.cu", f"// {name}")
+        events = []
+        rest_built = threading.Event()
+
+        def build_class(root, build_dir, trees, lessons, jobs, changed=None, first=None, first_built=None):
+            events.append(("build", sorted(first) if first is not None else None, len(trees)))
+            if first is None:
+                return
+            first_built()
+            time.sleep(0.3)  # the others' programs, while the first grading runs
+            if fail_later:
+                raise cg.build.BuildError("the helper library does not compile")
+            events.append(("rest built",))
+            rest_built.set()
+
+        def grade_one(root, args, name, *rest, **kwargs):
+            events.append(("grade", name, rest_built.is_set()))
+            return 0, "", 1.0
+
+        out = self.tmp / "out"
+        with mock.patch.object(cg, "build_class", build_class), mock.patch.object(cg, "grade_one", grade_one), \
+                contextlib.redirect_stdout(io.StringIO()):
+            code = cg.main([str(self.tmp / "subs"), "01", "--out", str(out), "--gpus", "0", "--per-gpu", per_gpu,
+                            "--seed", "3"], ROOT)
+        return code, events, out
+
+    def test_the_first_grading_starts_before_the_others_programs_are_built(self):
+        code, events, out = self.run_class(["alice", "bob", "carol"])
+        self.assertEqual(code, cg.EXIT_SOME_NOT_GRADED)  # the stand-in ./grade writes no results
+        self.assertEqual(events[0][0], "build")
+        self.assertEqual(len(events[0][1]), 1)  # one grading at a time: one tree first
+        self.assertTrue(events[0][1][0].startswith("alice_"))
+        graded = [e for e in events if e[0] == "grade"]
+        self.assertEqual([e[1] for e in graded], ["alice", "bob", "carol"])
+        self.assertFalse(graded[0][2])  # alice graded while the others were still being built
+        self.assertTrue(graded[1][2] and graded[2][2])  # bob and carol only once they were built
+        times = json.loads((out / "class.json").read_text())["time"]
+        self.assertIn("build_s", times)
+        self.assertGreaterEqual(times["build_beside_grading_s"], 0.3)
+
+    def test_a_build_that_fails_after_the_first_part_costs_only_the_others(self):
+        code, events, out = self.run_class(["alice", "bob"], fail_later=True)
+        self.assertEqual([e[1] for e in events if e[0] == "grade"], ["alice"])  # bob is never graded
+        bob = json.loads(cg.Paths(out).result("bob").read_text())
+        self.assertEqual(bob["status"], cg.GRADER_ERROR)
+        self.assertIn("the class's build failed: the helper library does not compile", bob["notes"][0])
+        self.assertNotIn("build failed", " ".join(json.loads(cg.Paths(out).result("alice").read_text()).get("notes", [])))
+
+    def test_no_more_submissions_than_gradings_at_once_is_one_build(self):
+        code, events, _ = self.run_class(["alice", "bob"], per_gpu="2")
+        self.assertEqual(events[0], ("build", None, 2))
+        self.assertTrue(all(not e[2] for e in events if e[0] == "grade"))
 
 
 class CommandLineTest(Temp):
