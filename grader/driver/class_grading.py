@@ -487,6 +487,21 @@ def gradings_per_gpu(gpus: List[Optional[str]], cores: int, listed: Optional[str
     return count, f"{min(sizes) // 1024} GiB, {cores} cores for {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"
 
 
+# The least GPU memory a grading may have for its timed runs to park before its hold
+# (./grade --park-timed): parked, they hold a context each and their first timed test's inputs,
+# several GiB a grading (lesson 01's three 1 GiB arrays among them), beside the others' tests,
+# which size their large inputs by the memory left (workbook::fit_in_free_memory). An H100's
+# 80 GB for 8 gradings is 10 GiB each; an A10's 24 GB for 3 is 8.
+PARK_MIN_MIB_PER_GRADING = 10 * 1024 - 512
+
+
+def smallest_gpu_mib(listed: Optional[str]) -> Optional[int]:
+    """The smallest memory.total (MiB) in nvidia-smi's lines (listed_gpu_memory); None when unknown."""
+    sizes = [int(line.split(",")[0]) for line in (listed or "").splitlines()
+             if line.strip() and line.split(",")[0].strip().isdigit()]
+    return min(sizes) if sizes else None
+
+
 def listed_gpu_memory(gpus: List[Optional[str]]) -> Optional[str]:
     """nvidia-smi's memory.total and MIG mode of the GPUs graded on (their indices or UUIDs, as
     --gpus or CUDA_VISIBLE_DEVICES give them), one line each; of every GPU when nvidia-smi does not
@@ -555,19 +570,19 @@ def stop_gradings() -> int:
 
 def grade_one(root: Path, args, name: str, tree: Path, feedback: Path, build_dir: Path, seed: int,
               lessons: List[Lesson], gpu: Optional[str], timing_cache: Optional[Path] = None,
-              shared_gpu: bool = True) -> Tuple[int, str, float]:
+              shared_gpu: bool = True, park: bool = False) -> Tuple[int, str, float]:
     """Runs ./grade on one submission's tree; returns its exit status (or None when stopped at the
     limit), its output and seconds taken. `timing_cache`: the class's (./grade --timing-cache).
     `shared_gpu`: other gradings run on its GPU at the same time, which then has no room for a
-    sanitizer check split into one process per task (./grade --one-check-per-tool), and with a
-    timing cache its timed runs start and set up before its hold alone, beside the others'
-    correctness phases (./grade --park-timed)."""
+    sanitizer check split into one process per task (./grade --one-check-per-tool). `park`: with a
+    timing cache, its timed runs start and set up before its hold alone, beside the others'
+    correctness phases (./grade --park-timed; Slots.park)."""
     command = [sys.executable, str(root / "grade"), "--tree", str(tree), "--results", str(feedback), "--seed",
                str(seed), "--build-dir", str(build_dir), "--no-build", *[lesson.slug for lesson in lessons]]
     if shared_gpu:
         command.append("--one-check-per-tool")
-        if timing_cache is not None:
-            command.append("--park-timed")
+    if park and timing_cache is not None:
+        command.append("--park-timed")
     if args.no_timing:
         command.append("--no-timing")
     if getattr(args, "no_counters", False):
@@ -753,6 +768,14 @@ class Slots:
     gpus: List[Optional[str]]
     per_gpu: int
     why: str
+    memory_mib: Optional[int] = None  # the smallest GPU's, when known
+
+    @property
+    def park(self) -> bool:
+        """Whether the gradings' timed runs park before their holds (./grade --park-timed): where
+        they share a GPU with room for what parked runs hold (PARK_MIN_MIB_PER_GRADING)."""
+        return (self.per_gpu > 1 and self.memory_mib is not None
+                and self.memory_mib >= PARK_MIN_MIB_PER_GRADING * self.per_gpu)
 
     @property
     def workers(self) -> List[Optional[str]]:
@@ -762,11 +785,12 @@ class Slots:
 def grading_slots(args) -> Slots:
     """The GPUs (--gpus, else the visible ones) and --per-gpu, else gradings_per_gpu's count."""
     gpus = available_gpus(args.gpus)
+    listed = listed_gpu_memory(gpus) if gpus != [None] else None
     per_gpu, why = args.per_gpu, "--per-gpu"
     if per_gpu is None:
         cores = int(os.environ.get("SLURM_CPUS_PER_TASK") or len(os.sched_getaffinity(0)) or 1)
-        per_gpu, why = gradings_per_gpu(gpus, cores, listed_gpu_memory(gpus) if gpus != [None] else None)
-    return Slots(gpus, per_gpu, why)
+        per_gpu, why = gradings_per_gpu(gpus, cores, listed)
+    return Slots(gpus, per_gpu, why, smallest_gpu_mib(listed))
 
 
 def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir: Path, seed: int,
@@ -804,7 +828,8 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
                     record = {"status": GRADER_ERROR, "notes": [unbuilt]}
                 else:
                     code, output, seconds = grade_one(root, args, name, paths.tree(name), paths.feedback(name),
-                                                      build_dir, seed, lessons, gpu, cache, shared_gpu=per_gpu > 1)
+                                                      build_dir, seed, lessons, gpu, cache, shared_gpu=per_gpu > 1,
+                                                      park=slots.park)
                     record = grade_result(name, code, output, seconds, lessons, paths)
             except Exception as e:  # noqa: BLE001 - one submission's trouble must not stop the class
                 record = {"status": GRADER_ERROR, "notes": [f"grade-class failed on it: {type(e).__name__}: {e}"]}

@@ -25,7 +25,7 @@ from .file_lock import LockError
 from .gpu_lock import GpuLock, lock_seconds
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
-from .runner import (ParkedRun, PhaseResult, exit_on_sigterm, hung_task_phase, ran_cleanly, run_phase, side_by_side,
+from .runner import (ParkedRun, PhaseResult, exit_on_sigterm, wait_all_parked, hung_task_phase, ran_cleanly, run_phase, side_by_side,
                      task_phase)
 from .timing_cache import TimingCache
 from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
@@ -325,7 +325,7 @@ def account_timed(wall: Dict[str, float], in_tests: Dict[str, float], kind: str,
     if run is None:
         return
     wall[kind] += run.elapsed_s - run.before_gate_s
-    in_tests[kind] += max(0.0, run.in_tests_s - run.before_gate_s)
+    in_tests[kind] += max(0.0, run.in_tests_s - run.in_tests_before_gate_s)
     if run.before_gate_s:
         wall["timed_setup"] = wall.get("timed_setup", 0.0) + run.before_gate_s
 
@@ -687,8 +687,13 @@ class Grader:
         if parked is not None:
             try:
                 if parked.env == env and parked.still_parked():
-                    self.parked_counts["used"] += 1
-                    return parked.go(timeout_s, test_limit_s)
+                    result = parked.go(timeout_s, test_limit_s)
+                    # The per-test limit counts from go; a test whose own seconds (its set-up
+                    # before the gate included) passed it would have been stopped alone: run again.
+                    if not (test_limit_s and not result.timed_out
+                            and any(s > test_limit_s for s in result.record_seconds)):
+                        self.parked_counts["used"] += 1
+                        return result
             finally:
                 parked.close()
                 self.gpu.unmark_parked(parked.pid)
@@ -732,8 +737,9 @@ class Grader:
                     except OSError:  # a program that cannot start: the hold runs it, and says why
                         continue
                 self.parked_counts["started"] += len(started)
+                wait_all_parked(started)
                 for run, limit in started:
-                    if run.wait_parked(limit):
+                    if run.parked_at is not None:
                         self._parked[(run.program, run.test_spec)] = run
                         self.gpu.mark_parked(run.pid)
                         self.parked_counts["parked"] += 1
@@ -931,9 +937,12 @@ class Grader:
             if hold and self.park_timed:
                 self._park([c for _, c in checked if c is not None])
             with self.alone() if hold else nullcontext():
-                return [given or self.time_lesson(check) for given, check in checked]
+                try:
+                    return [given or self.time_lesson(check) for given, check in checked]
+                finally:
+                    self._unpark()  # the runs no timed phase took, stopped while the GPU is still ours
         finally:
-            self._unpark()
+            self._unpark()  # an error before the hold
 
     def grade_lesson(self, lesson: Lesson, program: str) -> LessonResult:
         """One lesson: its correctness, then its timed phases alone on the GPU."""

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import secrets
-import select
 import signal
 import subprocess
 import tempfile
@@ -53,8 +52,10 @@ class PhaseResult:
     in_tests_s: float = 0.0
     pid: Optional[int] = None  # of the grader program (nvidia-smi lists it while it runs)
     # Of elapsed_s, the seconds a parked program (ParkedRun) ran before its gate: its start and
-    # first set-up, side by side with other gradings rather than in the hold of the GPU alone.
+    # first set-up, side by side with other gradings rather than in the hold of the GPU alone;
+    # and of in_tests_s, those inside the test it parked in.
     before_gate_s: float = 0.0
+    in_tests_before_gate_s: float = 0.0
     # The GPU waits the tests reported (grader::synchronize): how long each finished one took,
     # and the one still open when the program ended, as (what it waited for, seconds since the
     # program started). A test stopped at its deadline shows with them whether one launch never
@@ -331,7 +332,8 @@ def side_by_side(calls: Sequence[Callable[[], T]], workers: int) -> List[T]:
 # mode and the copy bandwidth (Grader). One left in the grading shell would otherwise reach every
 # program: a normal ./grade run in the sanitizer's small sizes, or a stale figure standing in for the
 # one the reference's run is there to time.
-DRIVER_SETTINGS = ("WORKBOOK_PROFILE", "WORKBOOK_YARDSTICKS", "WORKBOOK_SANITIZE", "WORKBOOK_COPY_BANDWIDTH_GBPS")
+DRIVER_SETTINGS = ("WORKBOOK_PROFILE", "WORKBOOK_YARDSTICKS", "WORKBOOK_SANITIZE", "WORKBOOK_COPY_BANDWIDTH_GBPS",
+                   "WORKBOOK_TIMING_GATE")
 
 
 def program_environment(env: Dict[str, str]) -> Dict[str, str]:
@@ -433,19 +435,20 @@ class _Launch:
         self._tmp.cleanup()
 
     def collect(self, timeout_s: float, test_limit_s: Optional[float] = None, *, sanitizer: bool = False,
-                sanitizer_tool: Optional[str] = None, since: Optional[float] = None,
+                sanitizer_tool: Optional[str] = None, since: Optional[float] = None, used_s: float = 0.0,
                 left_out_s: float = 0.0) -> PhaseResult:
         """Waits for the program (timeout_s, and test_limit_s as run_phase says) from `since` (its
-        start by default) and reads what it left. `left_out_s`: seconds not counted in elapsed_s
-        (a parked program's wait)."""
+        start by default), less `used_s` it already ran before, and reads what it left.
+        `left_out_s`: seconds not counted in elapsed_s (a parked program's wait)."""
         result = PhaseResult(timeout_s=timeout_s, sanitizer_tool=sanitizer_tool)
         since = self.start if since is None else since
+        deadline = since + max(0.0, timeout_s - used_s)
         try:
-            output = _wait(self.process, since + timeout_s, _TestWatch(self.report, since) if test_limit_s else None,
+            output = _wait(self.process, deadline, _TestWatch(self.report, since) if test_limit_s else None,
                            test_limit_s or 0.0)
             if output is None:  # past its time: the run's, or its open test's
                 result.timed_out = True
-                result.test_over_limit = time.monotonic() < since + timeout_s
+                result.test_over_limit = time.monotonic() < deadline
                 if result.test_over_limit:
                     result.timeout_s = test_limit_s or timeout_s
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -498,38 +501,57 @@ class ParkedRun:
             os.close(gate_read)
             os.close(parked_write)
         self.pid = self._launch.process.pid
-        self.parked_at: Optional[float] = None
-        self.before_gate_s = 0.0
+        self.parked_at: Optional[float] = None  # when the driver read that it parked
+        self.before_gate_s = 0.0  # the seconds it ran before its gate, by its own clock
+        self.in_test_before_gate_s = 0.0  # of those, inside the test it parked in
+        self.given_up = False  # it ended, said something else, or did not park in time
+        self._said = b""
+
+    @property
+    def waiting(self) -> bool:
+        return self.parked_at is None and not self.given_up
+
+    def _heard(self, fd: int) -> int:
+        """Reads what is ready on one of its pipes (wait_all_parked); how many bytes."""
+        chunk = os.read(fd, 1 << 16)
+        if fd != self._parked_read:  # its output, read as it comes: a full pipe never keeps it from parking
+            self._launch.early_output += chunk
+            return len(chunk)
+        self._said += chunk
+        line, newline, _ = self._said.partition(b"\n")
+        if not chunk or (newline and not line.startswith(b"parked ")) or len(self._said) > 64:
+            self.given_up = True  # ended, or closed the pipe, without parking; or not the grader's word
+            return len(chunk)
+        if not newline:
+            return len(chunk)
+        try:
+            self.before_gate_s = float(line[len(b"parked "):])
+        except ValueError:
+            self.before_gate_s = -1.0
+        if not 0.0 <= self.before_gate_s < 1e9:  # not a number of seconds: not the grader's word
+            self.before_gate_s = 0.0
+            self.given_up = True
+            return len(chunk)
+        self.parked_at = time.monotonic()
+        # The test it parked in started at its last "start" record, on the same clock.
+        started = None
+        try:
+            with open(self._launch.report, "rb") as f:
+                for raw in f.read().split(b"\n"):
+                    record = _json(raw)
+                    if record and record.get("event") == "start" and _seconds(record) is not None:
+                        started = _seconds(record)
+        except OSError:
+            pass
+        if started is not None:
+            self.in_test_before_gate_s = max(0.0, self.before_gate_s - started)
+        return len(chunk)
 
     def wait_parked(self, limit_s: float) -> bool:
         """Whether the program parked within `limit_s` of its start; False when it ended first
         (its tests failed before any timing, it crashed, or it never times) or is still busy."""
-        deadline = self._launch.start + limit_s
-        watched = [self._parked_read, self._launch.process.stdout.fileno()]
-        seen = b""
-        while self.parked_at is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            ready, _, _ = select.select(watched, [], [], left)
-            if watched[-1] in ready and watched[-1] != self._parked_read:
-                # Its output, read as it comes, so that a full pipe never keeps it from parking.
-                chunk = os.read(watched[-1], 1 << 16)
-                self._launch.early_output += chunk
-                if not chunk:
-                    watched.pop()
-            if self._parked_read not in ready:
-                continue
-            chunk = os.read(self._parked_read, 64)
-            if not chunk:  # the program ended, or closed the pipe, without parking
-                return False
-            seen += chunk
-            if seen.startswith(b"parked\n"):
-                self.parked_at = time.monotonic()
-                self.before_gate_s = self.parked_at - self._launch.start
-            elif not b"parked\n".startswith(seen[:7]):
-                return False  # not the grader's word
-        return True
+        wait_all_parked([(self, limit_s)])
+        return self.parked_at is not None
 
     def still_parked(self) -> bool:
         return self.parked_at is not None and self._launch.process.poll() is None
@@ -545,10 +567,13 @@ class ParkedRun:
         os.close(self._gate)
         self._gate = -1
         try:
-            result = self._launch.collect(timeout_s, test_limit_s, since=went, left_out_s=went - (self.parked_at or went))
+            # Its time limit counts what it ran before the gate, as it would alone.
+            result = self._launch.collect(timeout_s, test_limit_s, since=went, used_s=self.before_gate_s,
+                                          left_out_s=went - (self.parked_at or went))
         finally:
             self.close()
         result.before_gate_s = min(self.before_gate_s, result.elapsed_s)
+        result.in_tests_before_gate_s = min(self.in_test_before_gate_s, result.in_tests_s)
         return result
 
     def close(self) -> None:
@@ -558,6 +583,52 @@ class ParkedRun:
                 os.close(fd)
         self._gate = self._parked_read = -1
         self._launch.close()
+
+
+def wait_all_parked(runs: Sequence[Tuple["ParkedRun", float]]) -> None:
+    """Waits for several ParkedRuns at once, each until it parks, ends or passes its limit (seconds
+    from its own start): one wait over all their pipes, so that none is kept waiting, its output
+    unread, and none is read late (ParkedRun.parked_at)."""
+    import selectors
+    with selectors.DefaultSelector() as selector:
+        def drop(run: "ParkedRun", fd: Optional[int] = None) -> None:
+            for each in ([fd] if fd is not None else [run._parked_read, run._launch.process.stdout.fileno()]):
+                try:
+                    selector.unregister(each)
+                except (KeyError, ValueError):
+                    pass
+
+        def hear(run: "ParkedRun", fd: int) -> None:
+            try:
+                if not run._heard(fd) and fd != run._parked_read:
+                    drop(run, fd)  # its output closed: nothing more to read there
+            except OSError:
+                run.given_up = True
+            if not run.waiting:
+                drop(run)
+
+        for run, _ in runs:
+            for fd in (run._parked_read, run._launch.process.stdout.fileno()):
+                selector.register(fd, selectors.EVENT_READ, run)
+        limits = {id(run): run._launch.start + limit for run, limit in runs}
+        while True:
+            now = time.monotonic()
+            for run, _ in runs:
+                if run.waiting and (now >= limits[id(run)] or run._launch.process.poll() is not None):
+                    # Past its limit, or ended: what it said before is read first.
+                    for key, _ in selector.select(0):
+                        if key.data is run and run.waiting:
+                            hear(run, key.fd)
+                    if run.waiting:
+                        run.given_up = True
+                        drop(run)
+            waiting = [run for run, _ in runs if run.waiting]
+            if not waiting:
+                return
+            step = min(min(limits[id(run)] for run in waiting) - now, 0.5)
+            for key, _ in selector.select(max(step, 0.0)):
+                if key.data.waiting:
+                    hear(key.data, key.fd)
 
 
 def _wait(process: subprocess.Popen, deadline: float, watch: Optional[_TestWatch],

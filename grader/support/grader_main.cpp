@@ -6,7 +6,8 @@
 // With WORKBOOK_TIMING_GATE ("<gate fd>,<parked fd>", ./grade --park-timed: grader/driver/runner.py,
 // ParkedRun) the program parks before its first timing (workbook::set_before_first_timing): it
 // says "parked" on one pipe and waits for the driver's "g" on the other, which comes once the GPU
-// is the grading's alone. Its records' clock leaves out the wait.
+// is the grading's alone. Its records' clock leaves out the wait; "parked" carries the seconds
+// the program had run by then on that clock.
 #include "grader.hpp"
 #include "report_record.hpp"
 
@@ -23,9 +24,13 @@
 #include <cstdlib>
 #include <string>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace {
+
+// The records' clock starts here, as the program is loaded.
+const std::chrono::steady_clock::time_point program_started = std::chrono::steady_clock::now();
 
 // The timing gate's pipes (-1: none), and the seconds the program waited there, which the
 // records' clock leaves out.
@@ -41,9 +46,11 @@ void park_until_go() {
   // does not disturb the grading that has the GPU alone.
   (void)cudaDeviceSynchronize();
   const auto parked = std::chrono::steady_clock::now();
-  static const char kParked[] = "parked\n";
+  char said[64];
+  const int length = std::snprintf(said, sizeof said, "parked %.6f\n",
+                                   std::chrono::duration<double>(parked - program_started).count());
   ssize_t wrote = 0;
-  do wrote = ::write(parked_fd, kParked, sizeof kParked - 1);
+  do wrote = ::write(parked_fd, said, static_cast<std::size_t>(length));
   while (wrote < 0 && errno == EINTR);
   char go = 0;
   ssize_t got = 0;
@@ -64,6 +71,9 @@ void take_timing_gate() {
   if (std::sscanf(text, "%d,%d%c", &gate, &parked, &tail) == 2 && gate >= 0 && parked >= 0) {
     gate_fd = gate;
     parked_fd = parked;
+    // Not inherited by a program this one starts, which would keep the pipes open after its end.
+    (void)::fcntl(gate_fd, F_SETFD, FD_CLOEXEC);
+    (void)::fcntl(parked_fd, F_SETFD, FD_CLOEXEC);
     workbook::set_before_first_timing(park_until_go);
   } else {
     std::fprintf(stderr, "grader: WORKBOOK_TIMING_GATE is not two descriptor numbers: the program does not park\n");
@@ -155,7 +165,7 @@ private:
   // less the wait of a parked program, whose deadline starts again when it goes on.
   void write(grader::TestRecord record) {
     if (file_ == nullptr) return;
-    record.t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() - parked_s;
+    record.t = std::chrono::duration<double>(std::chrono::steady_clock::now() - program_started).count() - parked_s;
     const std::string line = grader::sign_record(grader::format_record(record), sequence_++, grader::report_key());
     std::fprintf(file_, "%s\n", line.c_str());
     std::fflush(file_);
@@ -165,7 +175,6 @@ private:
   long sequence_ = 0;
   long test_cases_ = 0;
   grader::TestRecord current_;
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace

@@ -243,6 +243,20 @@ class GradingsPerGpuTest(unittest.TestCase):
                              listed)
 
 
+class SlotsTest(unittest.TestCase):
+    def test_timed_runs_park_only_where_gradings_share_a_gpu_with_room_for_them(self):
+        h200, h100, a10 = 143771, 81559, 23028
+        self.assertTrue(cg.Slots(["0"], 8, "", h200).park)
+        self.assertTrue(cg.Slots(["0"], 8, "", h100).park)  # 10 GiB a grading
+        self.assertFalse(cg.Slots(["0"], 3, "", a10).park)  # 7.5 GiB a grading
+        self.assertTrue(cg.Slots(["0"], 2, "", a10).park)
+        self.assertFalse(cg.Slots(["0"], 1, "", h200).park)  # alone on its GPU: nothing to park beside
+        self.assertFalse(cg.Slots(["0"], 4, "", None).park)  # memory unknown
+        self.assertEqual(cg.smallest_gpu_mib("81559, Disabled\n143771, Disabled\n"), h100)
+        self.assertIsNone(cg.smallest_gpu_mib("[N/A], Disabled\n"))
+        self.assertIsNone(cg.smallest_gpu_mib(None))
+
+
 class GradeOneTest(Temp):
     def test_the_options_reach_each_submissions_grade(self):
         import types
@@ -273,7 +287,10 @@ class GradeOneTest(Temp):
                      self.tmp / "out" / "timing_cache.json")
         argv = argv_file.read_text().split()
         self.assertEqual(argv[argv.index("--timing-cache") + 1], str(self.tmp / "out" / "timing_cache.json"))
-        self.assertIn("--park-timed", argv)  # with a timing cache, on a GPU it shares
+        self.assertNotIn("--park-timed", argv)  # not asked for
+        cg.grade_one(fake_root, args, "alice", self.tmp / "alice", self.tmp / "fb", self.tmp / "b", 7, LESSONS, None,
+                     self.tmp / "out" / "timing_cache.json", park=True)
+        self.assertIn("--park-timed", argv_file.read_text().split())  # with a timing cache, where Slots.park
         # Alone on its GPU (--per-gpu 1): room for the racecheck split, so no --one-check-per-tool.
         cg.grade_one(fake_root, args, "alice", self.tmp / "alice", self.tmp / "fb", self.tmp / "b", 7, LESSONS, None,
                      shared_gpu=False)

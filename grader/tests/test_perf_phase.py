@@ -657,12 +657,15 @@ class FakeParked:
         self.program, self.test_spec, self.env, self.pid = program, spec, dict(env), 4242
         self.before_gate_s = 0.25
         self.closed = False
+        self.parked_at = None
         test.parked_runs.append(self)
         test.events.append(("start", spec, grader.gpu.held))
 
-    def wait_parked(self, limit_s):
-        self.test.events.append(("parked?", self.test_spec, self.grader.gpu.held))
-        return self.test.parks
+    @staticmethod
+    def wait_all(runs):  # cli.wait_all_parked's stand-in
+        for run, _ in runs:
+            run.test.events.append(("parked?", run.test_spec, run.grader.gpu.held))
+            run.parked_at = 1.0 if run.test.parks else None
 
     def still_parked(self):
         return not self.closed
@@ -674,6 +677,9 @@ class FakeParked:
         result = self.test.run_phase(self.program, self.test_spec, env=self.env, test_limit_s=test_limit_s)
         self.test.runs.pop()  # run_phase noted it too: once, as the parked run
         result.before_gate_s = self.before_gate_s
+        result.in_tests_before_gate_s = 0.2
+        if self.test.parked_test_seconds is not None:
+            result.record_seconds = list(self.test.parked_test_seconds)
         return result
 
     def close(self):
@@ -681,10 +687,8 @@ class FakeParked:
         self.test.events.append(("close", self.test_spec, self.grader.gpu.held))
 
 
-class TimedTogetherTest(unittest.TestCase):
-    """A lesson's timed tasks in one hold alone and one process each for the reference and the
-    student (cli.Grader._timed_together): each task given its own yardsticks, judged by its own
-    records; a run that did not end normally gives nothing but a hung test's timeout."""
+class TimedTogetherBase(unittest.TestCase):
+    """A lesson of two timed tasks graded with stand-in phases (grade)."""
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -694,6 +698,7 @@ class TimedTogetherTest(unittest.TestCase):
         self.reference = "reference"
         self.reference_records = lambda records: records  # what the reference's timed run reports
         self.parked_runs, self.events, self.parks = [], [], True  # --park-timed (FakeParked)
+        self.parked_test_seconds = None  # the parked run's tests' seconds, when not the student's
 
     def tearDown(self):
         self.env.stop()
@@ -734,7 +739,8 @@ class TimedTogetherTest(unittest.TestCase):
         self.run_phase = run_phase
         with mock.patch.object(cli, "run_phase", run_phase), contextlib.redirect_stdout(io.StringIO()), \
                 mock.patch.object(gpu_processes, "compute_apps", return_value=[]), \
-                mock.patch.object(cli, "ParkedRun", partial(FakeParked, self, grader)):
+                mock.patch.object(cli, "ParkedRun", partial(FakeParked, self, grader)), \
+                mock.patch.object(cli, "wait_all_parked", FakeParked.wait_all):
             self.result = grader.grade_lesson(parse_manifest(TWO_TIMED)[0], "student")
         self.grader = grader
         return {t.task.id: t.performance for t in self.result.tasks}
@@ -749,6 +755,12 @@ class TimedTogetherTest(unittest.TestCase):
 
     def timed(self):
         return [(program, spec, held) for program, spec, held, _, _ in self.runs if "~[perf]" not in spec]
+
+
+class TimedTogetherTest(TimedTogetherBase):
+    """A lesson's timed tasks in one hold alone and one process each for the reference and the
+    student (cli.Grader._timed_together): each task given its own yardsticks, judged by its own
+    records; a run that did not end normally gives nothing but a hung test's timeout."""
 
     def test_one_run_each_alone_every_task_with_its_own_yardsticks_and_verdict(self):
         performance = self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}))
@@ -860,7 +872,7 @@ class TimedTogetherTest(unittest.TestCase):
         self.assertIn("task_1.host_api_ms=10.0", self.runs[-1][3])
 
 
-class ParkTimedTest(TimedTogetherTest):
+class ParkTimedTest(TimedTogetherBase):
     """./grade --park-timed (./grade-class where gradings share a GPU): a lesson's timed run
     started before the hold alone, the GPU held shared meanwhile, and let go on inside the hold with
     the very tests and environment the hold would run; anything else runs as without it."""
@@ -891,6 +903,7 @@ class ParkTimedTest(TimedTogetherTest):
         # Before the gate, beside others; the rest in the hold.
         self.assertEqual(self.result.wall_s["timed_setup"], 0.25)
         self.assertEqual(self.result.wall_s["performance"], 2.75)
+        self.assertEqual(self.result.wall_detail_s["performance_in_tests"], 0.8)  # 1.0, of which 0.2 before the gate
         self.assertEqual(self.grader.parked_counts, {"started": 1, "parked": 1, "used": 1})
         # The cache's figures were taken once for this grading, by the parking.
         uses = {k[-1]: v["uses"] for k, v in json.loads(Path(cache).read_text())["entries"].items()}
@@ -947,3 +960,35 @@ class ParkTimedTest(TimedTogetherTest):
             self.assertEqual(grader._who_else(), [(7, "train")])
         lock.unmark_parked(os.getpid())
         self.assertEqual(lock.parked(), set())
+
+    def test_a_test_whose_own_seconds_passed_the_per_test_limit_is_run_again_in_the_hold(self):
+        # Alone, a test over the limit would have been stopped; the parked run's watch counts from go.
+        cache = self.warm_cache()
+        self.parked_test_seconds = [0.5, 41.0]
+        self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache, park_timed=True)
+        self.assertEqual([e[0] for e in self.events], ["start", "parked?", "go", "close"])
+        self.assertEqual([r[0] for r in self.runs if "~[perf]" not in r[1]][:2], ["parked", "student"])
+        self.assertEqual(self.grader.parked_counts["used"], 0)
+
+    def test_nothing_parks_without_the_copy_bandwidth_in_the_cache(self):
+        cache = self.warm_cache()
+        grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None, no_sanitizer_check=True,
+                                      no_counters=True, timing_cache=cache, park_timed=True),
+                            {}, {}, {"uuid": "GPU-test"}, seed=1, tree="bob")  # no bandwidth given
+        with mock.patch.object(cli, "ParkedRun", side_effect=AssertionError("started")), \
+                contextlib.redirect_stdout(io.StringIO()):
+            grader._park([cli.LessonCheck(parse_manifest(TWO_TIMED)[0], "student")])
+        self.assertFalse(grader._bandwidth_asked)
+
+    def test_a_lesson_with_a_task_still_to_check_in_the_hold_is_not_parked(self):
+        cache = self.warm_cache()
+        grader = cli.Grader(Namespace(sanitize=False, no_timing=False, timeout=None, no_sanitizer_check=True,
+                                      no_counters=True, timing_cache=cache, park_timed=True),
+                            {}, {"07_monte_carlo": self.reference}, {"uuid": "GPU-test", "copy_bandwidth_gbps": 4000.0},
+                            seed=1, tree="bob")
+        lesson = parse_manifest(TWO_TIMED)[0]
+        check = cli.LessonCheck(lesson, "student", deferred=[lesson.tasks[0]])
+        check.verdicts = {t.id: scoring.ComponentResult("correctness", scoring.PASSED, 3, 3, "passed")
+                         for t in lesson.tasks}
+        with mock.patch.object(cli, "ParkedRun", side_effect=AssertionError("started")):
+            grader._park([check])

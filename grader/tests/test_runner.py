@@ -13,7 +13,7 @@ from unittest import mock
 
 from helpers import lesson  # also puts the driver on sys.path
 from driver import scoring
-from driver.runner import ParkedRun, PhaseResult, parse_records, parse_sanitizer_output, run_phase, verify_line
+from driver.runner import ParkedRun, PhaseResult, wait_all_parked, parse_records, parse_sanitizer_output, run_phase, verify_line
 
 
 def judge(result):
@@ -464,9 +464,41 @@ class ParkedRunTest(unittest.TestCase):
         run.close()
 
     def test_a_run_with_no_gate_does_not_park(self):
-        r = run_phase(CHANNEL_PROGRAM, "[times]", seed=1, timeout_s=30, env={})
-        self.assertEqual([x["outcome"] for x in r.records], ["passed"])
+        with mock.patch.dict(os.environ, {"WORKBOOK_TIMING_GATE": "0,1"}):  # a stray one in the shell
+            r = run_phase(CHANNEL_PROGRAM, "[times]", seed=1, timeout_s=30, env={})
+        self.assertEqual([x["outcome"] for x in r.records], ["passed"], r.output_tail)
         self.assertEqual(r.before_gate_s, 0.0)
+
+    def test_runs_are_waited_for_together_and_say_when_they_parked(self):
+        slow = ParkedRun(CHANNEL_PROGRAM, "[times]", seed=1, env={"WORKBOOK_CHANNEL_TEST_SETUP_MS": "1500"})
+        quick = ParkedRun(CHANNEL_PROGRAM, "[times]", seed=1, env={"WORKBOOK_CHANNEL_TEST_SETUP_MS": "100"})
+        try:
+            # Waited for one after the other, the quick one's limit would pass while the slow one parks.
+            wait_all_parked([(slow, 30), (quick, 1.0)])
+            self.assertIsNotNone(slow.parked_at)
+            self.assertIsNotNone(quick.parked_at)
+            self.assertLess(quick.parked_at, slow.parked_at)
+            # Its own seconds before the gate, and of them those in the test it parked in.
+            self.assertGreaterEqual(slow.before_gate_s, 1.5)
+            self.assertLess(slow.before_gate_s, 10)
+            self.assertGreaterEqual(slow.in_test_before_gate_s, 1.5)
+            self.assertLessEqual(slow.in_test_before_gate_s, slow.before_gate_s)
+            r = slow.go(30)
+            self.assertEqual([x["outcome"] for x in r.records], ["passed"])
+            self.assertEqual(r.in_tests_before_gate_s, slow.in_test_before_gate_s)
+        finally:
+            slow.close()
+            quick.close()
+
+    def test_its_time_limit_counts_the_seconds_before_the_gate(self):
+        # Alone, a limit below the set-up's 0.3 s stops it; parked, it must too.
+        alone = run_phase(CHANNEL_PROGRAM, "[times]", seed=1, timeout_s=0.25, env={"WORKBOOK_CHANNEL_TEST_SETUP_MS": "300"})
+        self.assertTrue(alone.timed_out)
+        run = ParkedRun(CHANNEL_PROGRAM, "[times]", seed=1, env={"WORKBOOK_CHANNEL_TEST_SETUP_MS": "300"})
+        self.assertTrue(run.wait_parked(30))
+        r = run.go(0.25)
+        self.assertTrue(r.timed_out)
+        self.assertEqual(r.records, [])
 
 
 class StopTest(unittest.TestCase):
