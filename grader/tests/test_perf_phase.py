@@ -992,3 +992,20 @@ class ParkTimedTest(TimedTogetherBase):
                          for t in lesson.tasks}
         with mock.patch.object(cli, "ParkedRun", side_effect=AssertionError("started")):
             grader._park([check])
+
+    def test_an_error_in_the_hold_stops_the_parked_runs_while_the_gpu_is_still_held(self):
+        cache = self.warm_cache()
+        closed_while = []
+
+        def close(run):
+            run.closed = True
+            closed_while.append(run.grader.gpu.held)
+
+        def boom(grader, *args, **kwargs):
+            raise RuntimeError("a grading that fails in its hold")
+        with mock.patch.object(FakeParked, "close", close), mock.patch.object(cli.Grader, "_run_timed", boom):
+            with self.assertRaises(RuntimeError):
+                self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache, park_timed=True)
+        self.assertTrue(self.parked_runs[0].closed)
+        self.assertEqual(closed_while[0], "EX")  # inside the hold, not during another grading's
+        self.assertEqual(os.listdir(gpu_lock.GpuLock("GPU-test").parked_dir), [])

@@ -490,6 +490,24 @@ class ParkedRunTest(unittest.TestCase):
             slow.close()
             quick.close()
 
+    def test_a_program_that_prints_much_before_it_parks_parks_and_its_output_is_kept(self):
+        run = ParkedRun(CHANNEL_PROGRAM, "[times]", seed=1, env={"WORKBOOK_CHANNEL_TEST_PRINT_BYTES": str(1 << 20)})
+        self.assertTrue(run.wait_parked(30))  # 1 MiB: more than a pipe holds, read as it came
+        r = run.go(30)
+        self.assertEqual([x["outcome"] for x in r.records], ["passed"])
+        self.assertIn("the last line printed before the timing", r.output_tail)
+
+    def test_a_program_that_died_while_parked_is_not_let_go_on(self):
+        run = ParkedRun(CHANNEL_PROGRAM, "[times]", seed=1, env={})
+        try:
+            self.assertTrue(run.wait_parked(30))
+            self.assertTrue(run.still_parked())
+            os.kill(run.pid, 9)
+            run._launch.process.wait(timeout=10)
+            self.assertFalse(run.still_parked())  # Grader._run_timed then runs the tests in the hold
+        finally:
+            run.close()
+
     def test_its_time_limit_counts_the_seconds_before_the_gate(self):
         # Alone, a limit below the set-up's 0.3 s stops it; parked, it must too.
         alone = run_phase(CHANNEL_PROGRAM, "[times]", seed=1, timeout_s=0.25, env={"WORKBOOK_CHANNEL_TEST_SETUP_MS": "300"})

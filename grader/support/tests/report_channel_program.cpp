@@ -9,7 +9,8 @@
 //   [yardsticks] asks grader::yardstick for figures, each "measured" as 7 when not given;
 //   [times]    sleeps 0.2 s (its set-up; WORKBOOK_CHANNEL_TEST_SETUP_MS milliseconds when set), then
 //              times a 1 ms sleep three times by the host's clock (workbook::time_on_host: where a
-//              parked program waits, ./grade --park-timed).
+//              parked program waits, ./grade --park-timed); first prints
+//              WORKBOOK_CHANNEL_TEST_PRINT_BYTES bytes when set.
 // All but [honest] are hidden ([.]): run by hand, the program runs that one alone.
 // Environment switches, each an attack made at start-up:
 //   WORKBOOK_CHANNEL_TEST_SETENV       a default-priority static initialiser sets the bandwidth,
@@ -138,6 +139,11 @@ TEST_CASE("yardsticks", "[.][yardsticks]") {
 }
 
 TEST_CASE("times", "[.][times]") {
+  if (const char* bytes = std::getenv("WORKBOOK_CHANNEL_TEST_PRINT_BYTES")) {
+    for (long i = std::atol(bytes); i > 0; i -= 64) std::fputs("printed before the timing, as a kernel's printf might..\n", stdout);
+    std::fputs("the last line printed before the timing\n", stdout);
+    std::fflush(stdout);
+  }
   const char* setup_ms = std::getenv("WORKBOOK_CHANNEL_TEST_SETUP_MS");
   std::this_thread::sleep_for(std::chrono::milliseconds(setup_ms != nullptr ? std::atoi(setup_ms) : 200));
   const auto stats = workbook::time_on_host([] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }, 0, 3);
