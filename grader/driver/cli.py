@@ -670,7 +670,8 @@ class Grader:
                    ) -> Tuple[str, Dict[str, str], float, Optional[float]]:
         """The test spec, environment, time limit and per-test limit of the student's timed run of
         `tasks` of a lesson, given the reference's figures of each task ({} or None where there are
-        none): one task as _timed runs it, several as _timed_together does."""
+        none): one task as _timed runs it, several as _timed_together does. The one derivation for
+        the run parked before the hold (_park) and the run the hold wants (_run_timed)."""
         limit = self._timeout(lesson)
         if len(tasks) == 1:
             return (f"[{tasks[0].tag}][perf]", dict(self.env, **yardsticks_env(figures.get(tasks[0].id) or {})),
@@ -679,10 +680,12 @@ class Grader:
         return (",".join(f"[{t.tag}][perf]" for t in tasks), dict(self.env, **tasks_yardsticks_env(given)),
                 limit * len(tasks), limit)
 
-    def _run_timed(self, program: str, spec: str, env: Dict[str, str], timeout_s: float,
-                   test_limit_s: Optional[float] = None) -> PhaseResult:
-        """The student's timed run, inside the hold alone: the one parked for it (self._park) let go
-        on, where one waits with the same tests and environment; else run now."""
+    def _run_timed(self, program: str, lesson: Lesson, tasks: list,
+                   figures: Dict[int, Optional[Dict[str, float]]]) -> PhaseResult:
+        """The student's timed run of `tasks`, inside the hold alone (_timed_run says what it is):
+        the one parked for it (self._park) let go on, where one waits with the same tests and
+        environment; else run now."""
+        spec, env, timeout_s, test_limit_s = self._timed_run(lesson, tasks, figures)
         parked = self._parked.pop((program, spec), None)
         if parked is not None:
             try:
@@ -803,7 +806,7 @@ class Grader:
                 except FileNotFoundError:  # --no-build on a build that never made it: no comparison then
                     reference = None
             given = kept or (reference.metrics() if reference is not None and reference_usable(reference) else {})
-            phase = self._run_timed(program, spec, dict(self.env, **yardsticks_env(given)), self._timeout(lesson))
+            phase = self._run_timed(program, lesson, [task], {task.id: given})
             after = hold.seen = self._who_else()
             ours = [os.getpid()] + [p.pid for p in (phase, reference) if p and p.pid]
             others = gpu_processes.others([before, after], ours)
@@ -825,7 +828,6 @@ class Grader:
         task's."""
         ref_program = (self.reference or {}).get(lesson.slug)
         limit = self._timeout(lesson)
-        spec = lambda chosen: ",".join(f"[{t.tag}][perf]" for t in chosen)  # noqa: E731
         with self.alone() as hold:
             before = hold.seen
             kept = {t.id: self._kept_reference(lesson, t, ref_program) for t in tasks}
@@ -834,7 +836,8 @@ class Grader:
             ref_whole = None
             if missing:
                 try:
-                    ref_whole = run_phase(ref_program, spec(missing), seed=self.seed, timeout_s=limit * len(missing),
+                    ref_whole = run_phase(ref_program, ",".join(f"[{t.tag}][perf]" for t in missing), seed=self.seed,
+                                          timeout_s=limit * len(missing),
                                           env=self.env, test_limit_s=limit)
                 except FileNotFoundError:  # --no-build on a build that never made it: no comparison then
                     ref_whole = None
@@ -843,10 +846,9 @@ class Grader:
             for t in tasks:
                 if kept[t.id]:
                     references[t.id] = PhaseResult(records=[{"outcome": "passed", "metrics": kept[t.id]}])
-            given = {t.tag: references[t.id].metrics() for t in tasks
+            given = {t.id: references[t.id].metrics() for t in tasks
                      if t.id in references and (kept[t.id] or reference_usable(references[t.id]))}
-            whole = self._run_timed(program, spec(tasks), dict(self.env, **tasks_yardsticks_env(given)),
-                                    limit * len(tasks), limit)
+            whole = self._run_timed(program, lesson, tasks, given)
             after = hold.seen = self._who_else()
             for kind, run in (("performance", whole), ("reference", ref_whole)):
                 account_timed(wall, in_tests, kind, run)

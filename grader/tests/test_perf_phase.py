@@ -929,20 +929,25 @@ class ParkTimedTest(TimedTogetherBase):
     def test_a_parked_run_whose_environment_is_not_the_holds_is_stopped_unused(self):
         cache = self.warm_cache()
         real = cli.Grader._timed_run
+        calls = []
 
-        def other_env(grader, lesson, tasks, figures):
+        def other_env(grader, lesson, tasks, figures):  # the parked run's environment, not the hold's
             spec, env, limit, test_limit = real(grader, lesson, tasks, figures)
-            return spec, dict(env, WORKBOOK_SOMETHING="else"), limit, test_limit
+            calls.append(spec)
+            return spec, (dict(env, WORKBOOK_SOMETHING="else") if len(calls) == 1 else env), limit, test_limit
         with mock.patch.object(cli.Grader, "_timed_run", other_env):
             self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache, park_timed=True)
         self.assertEqual([e[0] for e in self.events], ["start", "parked?", "close"])
         self.assertEqual(self.timed(), [("student", self.both, "EX")])
         self.assertEqual(self.grader.parked_counts["used"], 0)
+        self.assertEqual(calls, [self.both, self.both])  # parked, then the hold's own
 
     def test_a_run_that_is_not_wanted_after_all_is_stopped_when_the_grading_ends(self):
         cache = self.warm_cache()
-        with mock.patch.object(cli.Grader, "_run_timed", lambda grader, program, spec, env, timeout_s,
-                               test_limit_s=None: self.run_phase(program, spec, env=env, test_limit_s=test_limit_s)):
+        def without_parked(grader, program, lesson, tasks, figures):
+            spec, env, _, test_limit_s = grader._timed_run(lesson, tasks, figures)
+            return self.run_phase(program, spec, env=env, test_limit_s=test_limit_s)
+        with mock.patch.object(cli.Grader, "_run_timed", without_parked):
             self.grade(self.student_run({"task_1": 0.8, "task_2": 0.7}), timing_cache=cache, park_timed=True)
         self.assertEqual([e[0] for e in self.events], ["start", "parked?", "close"])
         self.assertTrue(self.parked_runs[0].closed)
