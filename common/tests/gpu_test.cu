@@ -89,11 +89,53 @@ TEST_CASE("a guarded array catches writes past either end", "[gpu]") {
   CHECK(report.farthest_after == 10);
   CHECK(report.written_before == 2);
 
+  // The values and the guards in one copy say what the two copies say.
+  workbook::GuardReport together;
+  const auto both = out.download(together);
+  CHECK(both == out.download());
+  CHECK(together.written_after == 11);
+  CHECK(together.farthest_after == 10);
+  CHECK(together.written_before == 2);
+  CHECK(together.farthest_before == 1);
+
   out.poison();
   CHECK(out.check_guards().intact());
   const auto poisoned = out.download();
   CHECK(workbook::is_poison(poisoned[0]));
   CHECK(workbook::is_poison(poisoned[999]));
+
+  // Enqueued, the poison lands before a kernel launched after it on the default stream.
+  write_range<<<1, 1024>>>(out.data(), -3, 1002, 5.0f);
+  out.enqueue_poison();
+  write_range<<<1, 32>>>(out.data(), 0, 9, 4.0f);
+  WORKBOOK_CHECK_LAUNCH();
+  const auto enqueued = out.download();
+  CHECK(enqueued[9] == 4.0f);
+  CHECK(workbook::is_poison(enqueued[10]));
+  CHECK(workbook::is_poison(enqueued[999]));
+  CHECK(out.check_guards().intact());
+}
+
+TEST_CASE("a guarded array's guards are checked to their far ends, in both ways of copying them", "[gpu]") {
+  REQUIRE_GPU();
+  for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(1000)}) {
+    CAPTURE(n);
+    workbook::GuardedDeviceArray out(n, workbook::kOutputGuardBits, 4096);
+    write_range<<<1, 1>>>(out.data(), -4096, -4096, 3.0f);                    // the front guard's first word
+    write_range<<<1, 1>>>(out.data(), int(n) + 4095, int(n) + 4095, 3.0f);  // the back guard's last word
+    WORKBOOK_CHECK_LAUNCH();
+    workbook::GuardReport together;
+    const auto values = out.download(together);
+    CHECK(values.size() == n);
+    for (const workbook::GuardReport& report : {out.check_guards(), together}) {
+      CHECK(report.written_before == 1);
+      CHECK(report.nearest_before == 4095);
+      CHECK(report.written_after == 1);
+      CHECK(report.nearest_after == 4095);
+    }
+    out.poison();
+    CHECK(out.check_guards().intact());
+  }
 }
 
 TEST_CASE("a launch with 2048 threads per block throws a CudaError naming the problem", "[gpu]") {

@@ -30,7 +30,7 @@ TEST_CASE("Task 1: multiply_add is correct for every block size and grid", "[tas
       Problem p(n, "task 1 block " + std::to_string(block));
       for (const int grid : grids) {
         CAPTURE(n, block, grid, p.b);
-        p.y.poison();
+        p.y.enqueue_poison();  // the launch below is on the same (default) stream
         multiply_add<<<grid, block>>>(p.x1.data(), p.x2.data(), p.b, p.y.data(), p.n());
         WORKBOOK_CHECK_LAUNCH();
         check_output(p, 1LL * grid * block);

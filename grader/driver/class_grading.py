@@ -795,11 +795,12 @@ def grading_slots(args) -> Slots:
 
 def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir: Path, seed: int,
                       lessons: List[Lesson], intakes: Dict[str, dict], key: Dict[str, object],
-                      slots: Optional[Slots] = None, ready: Optional[Callable[[str], Optional[str]]] = None) -> None:
+                      slots: Optional[Slots] = None, ready: Optional[Callable[[str], Optional[str]]] = None
+                      ) -> List[float]:
     """Grades `todo` on every GPU at once, --per-gpu gradings per GPU at a time (gradings_per_gpu
     when it is not given), with a progress bar, in `todo`'s order. `ready(name)`: waits until a
     submission's programs are built (ClassBuild), and says why it cannot be graded when the build
-    failed."""
+    failed. Returns the seconds from its start at which each grading ended, in order (steady_rate)."""
     slots = slots or grading_slots(args)
     gpus, per_gpu, why = slots.gpus, slots.per_gpu, slots.why
     shown = ", ".join(g for g in gpus if g is not None) or "none found"
@@ -812,6 +813,8 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
     bar = ProgressBar(len(todo), "graded")
     # The copy bandwidth and the reference's figures, measured once per GPU (timing_cache.py).
     cache = None if args.no_timing or getattr(args, "fresh_timings", False) else paths.timing_cache
+    began = time.monotonic()
+    ended: List[float] = []
 
     def worker(gpu: Optional[str]) -> None:
         while True:
@@ -836,6 +839,7 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
             record.update(name=name, gpu=gpu, graded_at=datetime.datetime.now().isoformat(timespec="seconds"),
                           digest=intake.get("digest", ""), **key)
             write_json(paths.result(name), record)
+            ended.append(time.monotonic() - began)
             total = sum(record.get("points", {}).values())
             bar.step(f"{name}: {record['status']}" + (f", {total:g} points" if record.get("points") else "") +
                      (f" ({'; '.join(record['notes'])})" if record.get("notes") else ""))
@@ -855,6 +859,35 @@ def grade_submissions(root: Path, args, todo: List[str], paths: Paths, build_dir
         print(f"\nInterrupted: stopped {stopped} grading(s) under way. Run the same command again to go on; "
               "the submissions graded so far are kept.", flush=True)
         raise
+    return sorted(ended)
+
+
+def steady_rate(ended: List[float], workers: int, wall_s: float, build_s: float = 0.0,
+                class_size: int = 100) -> Dict[str, object]:
+    """class.json's steady figures: the seconds a submission took while every grading slot was busy,
+    and what a class of `class_size` would take at that rate: this class's build before its first
+    gradings (`build_s`) and gradings (`wall_s`), and the submissions it lacks at the steady pace
+    (their build runs beside the gradings, ClassBuild). `ended`: the seconds at which each
+    grading ended (grade_submissions). The first `workers` endings are left out (the first wave
+    started all at once, so its gradings end close together, faster than the class's pace), and so
+    are the last `workers` (the slots empty one by one as the queue runs dry). The rest, the
+    endings at the class's own pace, need a class of 2 x workers + 2 or more."""
+    n = len(ended)
+    if workers < 1 or n < 2 * workers + 2:
+        return {}
+    first, last = ended[workers - 1], ended[n - workers - 1]
+    if last <= first:
+        return {}
+    per = (last - first) / (n - 2 * workers)
+    record: Dict[str, object] = {
+        "steady_s_per_submission": round(per, 2),
+        "steady_note": (f"seconds per submission from grading end {workers} to grading end {n - workers} (in "
+                        f"order of ending), every slot busy: the class's pace once its first wave of "
+                        f"{workers} is done and before its last {workers}; projected_s_for_{class_size}: this "
+                        f"class's build_s and grading_wall_s, and the submissions it lacks at that pace")}
+    if n < class_size:
+        record[f"projected_s_for_{class_size}"] = round(build_s + wall_s + (class_size - n) * per, 1)
+    return record
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1224,8 +1257,10 @@ def grade_class(argv: Optional[List[str]] = None, root: Optional[Path] = None) -
         ready = None
         if background is not None:
             ready = lambda name: background.ready(build.tree_name(root, paths.tree(name)))  # noqa: E731
-        grade_submissions(root, args, todo, paths, build_dir, seed, lessons, intakes, key, slots, ready)
-        times.update(graded_now=len(todo), grading_wall_s=round(time.monotonic() - started, 1))
+        ended = grade_submissions(root, args, todo, paths, build_dir, seed, lessons, intakes, key, slots, ready)
+        wall = time.monotonic() - started
+        times.update(graded_now=len(todo), grading_wall_s=round(wall, 1))
+        times.update(steady_rate(ended, len(slots.workers), wall, float(times.get("build_s", 0.0))))
     if background is not None:
         background.thread.join()
         if background.all_s is not None:

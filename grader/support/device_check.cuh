@@ -20,6 +20,7 @@
 /// copy back and a serial host loop (lesson 04's sums).
 #pragma once
 
+#include "grader.hpp"
 #include "workbook/compare.hpp"
 #include "workbook/cuda_check.hpp"
 #include "workbook/device_buffer.hpp"
@@ -28,6 +29,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace grader {
@@ -44,6 +46,17 @@ __global__ void count_disagreements(const float* got, std::size_t n, workbook::T
     mine += !workbook::element_agrees(got[i], static_cast<float>(expected(i)), tolerance);
   }
   if (mine != 0) atomicAdd(wrong, mine);
+}
+
+// Adds to *changed the number of the \p count words at \p words that no longer hold \p bits.
+template <class Word>
+__global__ void count_changed_words(const Word* words, std::size_t count, Word bits, unsigned long long* changed) {
+  unsigned long long mine = 0;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    mine += words[i] != bits;
+  }
+  if (mine != 0) atomicAdd(changed, mine);
 }
 
 template <class Term>
@@ -63,39 +76,70 @@ __global__ void partial_sums(const float* x, std::size_t n, Term term, double* p
 
 }  // namespace detail
 
-/// How many of the \p n floats at device address \p got disagree with expected(i) (0 .. n).
-/// Waits for the device.
+namespace detail {
+
+// Enqueues the count of the \p n floats at \p got that disagree with expected(i), added to *wrong.
 template <class Expected>
-unsigned long long count_wrong_on_device(const float* got, std::size_t n, workbook::Tolerance tolerance,
-                                         Expected expected) {
-  workbook::DeviceBuffer<unsigned long long> wrong(1);
-  WORKBOOK_CUDA_CHECK(cudaMemset(wrong.data(), 0, sizeof(unsigned long long)));
-  if (n > 0) {
-    int device = 0, sms = 0;
-    WORKBOOK_CUDA_CHECK(cudaGetDevice(&device));
-    WORKBOOK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const std::size_t wanted = (n + 255) / 256;
-    const int blocks = static_cast<int>(wanted < std::size_t(sms) * 8 ? wanted : std::size_t(sms) * 8);
-    detail::count_disagreements<<<blocks, 256>>>(got, n, tolerance, expected, wrong.data());
-    WORKBOOK_CUDA_CHECK(cudaGetLastError());
-  }
+void enqueue_count_wrong(const float* got, std::size_t n, workbook::Tolerance tolerance, Expected expected,
+                         unsigned long long* wrong) {
+  if (n == 0) return;
+  int device = 0, sms = 0;
+  WORKBOOK_CUDA_CHECK(cudaGetDevice(&device));
+  WORKBOOK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::size_t wanted = (n + 255) / 256;
+  const int blocks = static_cast<int>(wanted < std::size_t(sms) * 8 ? wanted : std::size_t(sms) * 8);
+  count_disagreements<<<blocks, 256>>>(got, n, tolerance, expected, wrong);
+  WORKBOOK_CUDA_CHECK(cudaGetLastError());
+}
+
+// The count device_scratch holds, after the work enqueued before it (one round trip).
+inline unsigned long long scratch_count() {
   unsigned long long count = 0;
-  WORKBOOK_CUDA_CHECK(cudaMemcpy(&count, wrong.data(), sizeof count, cudaMemcpyDeviceToHost));
+  WORKBOOK_CUDA_CHECK(cudaMemcpy(&count, device_scratch(), sizeof count, cudaMemcpyDeviceToHost));
   return count;
 }
 
-/// True when every element of \p array agrees with expected(i) and its guards are intact.
+inline unsigned long long* zeroed_scratch_count() {
+  auto* count = static_cast<unsigned long long*>(device_scratch());
+  WORKBOOK_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof(unsigned long long), nullptr));
+  return count;
+}
+
+}  // namespace detail
+
+/// How many of the \p n floats at device address \p got disagree with expected(i) (0 .. n).
+/// Waits for the device: one round trip (the count comes back through device_scratch).
+template <class Expected>
+unsigned long long count_wrong_on_device(const float* got, std::size_t n, workbook::Tolerance tolerance,
+                                         Expected expected) {
+  detail::enqueue_count_wrong(got, n, tolerance, expected, detail::zeroed_scratch_count());
+  return detail::scratch_count();
+}
+
+/// True when every element of \p array agrees with expected(i) and its guards are intact: the
+/// elements and the guards counted on the device, one round trip in all.
 /// False says only that the host must look (and report); it is never a verdict by itself.
 template <class Expected>
 bool agrees_on_device(const workbook::GuardedDeviceArray& array, workbook::Tolerance tolerance, Expected expected) {
-  return count_wrong_on_device(array.data(), array.size(), tolerance, expected) == 0 &&
-         array.check_guards().intact();
+  unsigned long long* wrong = detail::zeroed_scratch_count();
+  detail::enqueue_count_wrong(array.data(), array.size(), tolerance, expected, wrong);
+  if (const std::size_t guard = array.guard_elements(); guard > 0) {
+    const auto* before = reinterpret_cast<const std::uint32_t*>(array.data()) - guard;
+    const auto* after = reinterpret_cast<const std::uint32_t*>(array.data()) + array.size();
+    for (const std::uint32_t* words : {before, after}) {
+      detail::count_changed_words<<<static_cast<int>((guard + 255) / 256), 256>>>(words, guard, array.guard_bits(),
+                                                                                  wrong);
+      WORKBOOK_CUDA_CHECK(cudaGetLastError());
+    }
+  }
+  return detail::scratch_count() == 0;
 }
 
 /// The float64 sum of term(x[i]) over the \p n floats at device address \p x (term: float ->
 /// double, callable on the device), added on the device in a fixed order: the same input gives
 /// the same sum on every call. Its rounding error is that of float64, far inside any tolerance a
-/// float32 result is held to. Waits for the device.
+/// float32 result is held to. Waits for the device: one round trip (the partial sums come back
+/// in device_scratch).
 template <class Term>
 double sum_on_device(const float* x, std::size_t n, Term term) {
   // As many blocks as n needs, up to 1024: few for a small input, which matters under
@@ -103,11 +147,12 @@ double sum_on_device(const float* x, std::size_t n, Term term) {
   constexpr std::size_t kMostBlocks = 1024, kThreads = 256;  // kThreads: detail::partial_sums's shared array
   const std::size_t wanted = (n + kThreads - 1) / kThreads;
   const int blocks = static_cast<int>(wanted == 0 ? 1 : (wanted < kMostBlocks ? wanted : kMostBlocks));
-  workbook::DeviceBuffer<double> partial(blocks);
-  detail::partial_sums<<<blocks, kThreads>>>(x, n, term, partial.data());
+  static_assert(kMostBlocks * sizeof(double) <= kDeviceScratchBytes, "the partial sums fit device_scratch");
+  auto* partial = static_cast<double*>(device_scratch());
+  detail::partial_sums<<<blocks, kThreads>>>(x, n, term, partial);
   WORKBOOK_CUDA_CHECK(cudaGetLastError());
   std::vector<double> host(blocks);
-  WORKBOOK_CUDA_CHECK(cudaMemcpy(host.data(), partial.data(), blocks * sizeof(double), cudaMemcpyDeviceToHost));
+  WORKBOOK_CUDA_CHECK(cudaMemcpy(host.data(), partial, blocks * sizeof(double), cudaMemcpyDeviceToHost));
   double sum = 0;
   for (const double p : host) sum += p;
   return sum;

@@ -52,6 +52,17 @@ void report_wait(const std::string& what, WaitEvent event) {
 
 void require_gpu() {
   if (workbook::cuda_device_count() == 0) SKIP(workbook::no_gpu_reason());
+  device_scratch();
+}
+
+void* device_scratch() {
+  // A failed allocation throws and leaves it unset: the next call tries again.
+  static void* const scratch = [] {
+    void* p = nullptr;
+    WORKBOOK_CUDA_CHECK(cudaMalloc(&p, kDeviceScratchBytes));
+    return p;
+  }();
+  return scratch;
 }
 
 std::uint64_t seed() { return Catch::getSeed(); }

@@ -13,8 +13,19 @@
 
 namespace grader {
 
-/// Skips the current test, with the reason, when no GPU can be used.
+/// Skips the current test, with the reason, when no GPU can be used. Otherwise makes sure the
+/// grader's device scratch (device_scratch) exists, so that no check allocates it later inside a
+/// traced call of the student's.
 void require_gpu();
+
+/// Bytes of device_scratch().
+constexpr std::size_t kDeviceScratchBytes = 1024 * sizeof(double);
+
+/// kDeviceScratchBytes of device memory that the grader's own checks reuse for their results
+/// (count_wrong_on_device, sum_on_device): a cudaMalloc and cudaFree per check were two more round
+/// trips to the GPU, each about a millisecond where gradings share it. Allocated once, kept until
+/// the program exits. One check at a time uses it (each waits for its result before returning).
+void* device_scratch();
 
 /// The seed of this run: Catch2's --rng-seed, which the driver sets and prints.
 std::uint64_t seed();

@@ -363,6 +363,33 @@ class WhereTheTimeWentTest(Temp):
         self.assertEqual(len(json.loads(paths.record.read_text())["time"]["longest_s"]), 2)
 
 
+class SteadyRateTest(unittest.TestCase):
+    """class.json's steady pace: the endings while every slot was busy, the first and last waves
+    left out, and the class of 100 projected from it."""
+
+    def test_the_pace_between_the_first_and_the_last_wave(self):
+        # 2 slots, 8 gradings: the first wave ends at 10 and 11 (together), then one every 5 s
+        # until the last wave (two endings 1 s apart as the slots empty).
+        ended = [10.0, 11.0, 16.0, 21.0, 26.0, 31.0, 32.0, 33.0]
+        record = cg.steady_rate(ended, 2, wall_s=33.0, build_s=7.0)
+        # From the 2nd ending (11) to the 6th (31): 4 submissions in 20 s.
+        self.assertEqual(record["steady_s_per_submission"], 5.0)
+        self.assertEqual(record["projected_s_for_100"], 7.0 + 33.0 + 92 * 5.0)
+        self.assertIn("from grading end 2 to grading end 6", record["steady_note"])
+
+    def test_too_small_a_class_has_no_pace(self):
+        self.assertEqual(cg.steady_rate([1.0, 2.0, 3.0, 4.0, 5.0], 2, wall_s=5.0), {})
+        self.assertEqual(cg.steady_rate([], 1, wall_s=0.0), {})
+        self.assertEqual(cg.steady_rate([1.0] * 10, 0, wall_s=1.0), {})
+        self.assertEqual(cg.steady_rate([5.0] * 10, 2, wall_s=5.0), {})  # no time between the waves
+
+    def test_a_class_of_100_or_more_is_not_projected(self):
+        ended = [float(i) for i in range(1, 101)]
+        record = cg.steady_rate(ended, 4, wall_s=100.0)
+        self.assertEqual(record["steady_s_per_submission"], 1.0)
+        self.assertNotIn("projected_s_for_100", record)
+
+
 class InterruptTest(Temp):
     def test_ctrl_c_stops_the_gradings_under_way(self):
         """A grading runs in a session of its own (for its time limit), so Ctrl-C does not reach it:

@@ -89,6 +89,19 @@ TEST_CASE("the device's check sees a written guard and an empty array", "[device
   WORKBOOK_CUDA_CHECK(cudaMemcpy(array.data() + 100, &stray, sizeof stray, cudaMemcpyHostToDevice));
   CHECK_FALSE(grader::agrees_on_device(array, {0, 0}, f));
 
+  // Either guard, to its far end; and a right array again once the guards are restored.
+  constexpr std::size_t guard = 4096;
+  workbook::GuardedDeviceArray guarded(100, workbook::kOutputGuardBits, guard);
+  for (const std::ptrdiff_t at : {std::ptrdiff_t(-1), -std::ptrdiff_t(guard), std::ptrdiff_t(100 + guard - 1)}) {
+    CAPTURE(at);
+    guarded.poison();
+    guarded.upload(expected_of(f, 100));
+    REQUIRE(grader::agrees_on_device(guarded, {0, 0}, f));
+    WORKBOOK_CUDA_CHECK(cudaMemcpy(guarded.data() + at, &stray, sizeof stray, cudaMemcpyHostToDevice));
+    CHECK_FALSE(grader::agrees_on_device(guarded, {0, 0}, f));
+    CHECK(grader::count_wrong_on_device(guarded.data(), guarded.size(), {0, 0}, f) == 0);  // the elements are right
+  }
+
   workbook::GuardedDeviceArray empty(0);
   CHECK(grader::count_wrong_on_device(empty.data(), 0, {0, 0}, f) == 0);
   CHECK(grader::agrees_on_device(empty, {0, 0}, f));
