@@ -179,6 +179,10 @@ alone = (time.get("gpu_lock_s") or {}).get("exclusive_held") or 0
 if n:
     print(f"  per submission: {wall / n:.1f} s of wall time, {alone / n:.1f} s alone on the GPU; 100 submissions: "
           f"about {wall / n * 100 / 60:.0f} min at this rate, at least {alone / n * 100 / 60:.0f} min alone")
+if time.get("steady_s_per_submission"):
+    projected = time.get("projected_s_for_100")
+    print(f"  steady pace: {time['steady_s_per_submission']} s a submission (build {time.get('build_s')} s)"
+          + (f"; 100 submissions projected at {projected / 60:.1f} min" if projected else ""))
 PY
 }
 
