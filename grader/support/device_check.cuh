@@ -92,17 +92,28 @@ void enqueue_count_wrong(const float* got, std::size_t n, workbook::Tolerance to
   WORKBOOK_CUDA_CHECK(cudaGetLastError());
 }
 
-// The count device_scratch holds, after the work enqueued before it (one round trip).
-inline unsigned long long scratch_count() {
-  unsigned long long count = 0;
-  WORKBOOK_CUDA_CHECK(cudaMemcpy(&count, device_scratch(), sizeof count, cudaMemcpyDeviceToHost));
+// Where one check's result goes on the device: the test's scratch (device_scratch), or in a timed
+// test, which has none, a buffer of the check's own, as before there was a scratch.
+class CheckSpace {
+public:
+  CheckSpace() : own_(device_scratch() != nullptr ? 0 : kDeviceScratchBytes) {}
+  void* get() { return own_.size() > 0 ? static_cast<void*>(own_.data()) : device_scratch(); }
+
+private:
+  workbook::DeviceBuffer<char> own_;
+};
+
+inline unsigned long long* zeroed_count(CheckSpace& space) {
+  auto* count = static_cast<unsigned long long*>(space.get());
+  WORKBOOK_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof(unsigned long long), nullptr));
   return count;
 }
 
-inline unsigned long long* zeroed_scratch_count() {
-  auto* count = static_cast<unsigned long long*>(device_scratch());
-  WORKBOOK_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof(unsigned long long), nullptr));
-  return count;
+// The count at \p count, after the work enqueued before it (one round trip).
+inline unsigned long long read_count(const unsigned long long* count) {
+  unsigned long long value = 0;
+  WORKBOOK_CUDA_CHECK(cudaMemcpy(&value, count, sizeof value, cudaMemcpyDeviceToHost));
+  return value;
 }
 
 }  // namespace detail
@@ -112,8 +123,10 @@ inline unsigned long long* zeroed_scratch_count() {
 template <class Expected>
 unsigned long long count_wrong_on_device(const float* got, std::size_t n, workbook::Tolerance tolerance,
                                          Expected expected) {
-  detail::enqueue_count_wrong(got, n, tolerance, expected, detail::zeroed_scratch_count());
-  return detail::scratch_count();
+  detail::CheckSpace space;
+  unsigned long long* wrong = detail::zeroed_count(space);
+  detail::enqueue_count_wrong(got, n, tolerance, expected, wrong);
+  return detail::read_count(wrong);
 }
 
 /// True when every element of \p array agrees with expected(i) and its guards are intact: the
@@ -121,7 +134,8 @@ unsigned long long count_wrong_on_device(const float* got, std::size_t n, workbo
 /// False says only that the host must look (and report); it is never a verdict by itself.
 template <class Expected>
 bool agrees_on_device(const workbook::GuardedDeviceArray& array, workbook::Tolerance tolerance, Expected expected) {
-  unsigned long long* wrong = detail::zeroed_scratch_count();
+  detail::CheckSpace space;
+  unsigned long long* wrong = detail::zeroed_count(space);
   detail::enqueue_count_wrong(array.data(), array.size(), tolerance, expected, wrong);
   if (const std::size_t guard = array.guard_elements(); guard > 0) {
     const auto* before = reinterpret_cast<const std::uint32_t*>(array.data()) - guard;
@@ -132,14 +146,14 @@ bool agrees_on_device(const workbook::GuardedDeviceArray& array, workbook::Toler
       WORKBOOK_CUDA_CHECK(cudaGetLastError());
     }
   }
-  return detail::scratch_count() == 0;
+  return detail::read_count(wrong) == 0;
 }
 
 /// The float64 sum of term(x[i]) over the \p n floats at device address \p x (term: float ->
 /// double, callable on the device), added on the device in a fixed order: the same input gives
 /// the same sum on every call. Its rounding error is that of float64, far inside any tolerance a
 /// float32 result is held to. Waits for the device: one round trip (the partial sums come back
-/// in device_scratch).
+/// through device_scratch).
 template <class Term>
 double sum_on_device(const float* x, std::size_t n, Term term) {
   // As many blocks as n needs, up to 1024: few for a small input, which matters under
@@ -148,7 +162,8 @@ double sum_on_device(const float* x, std::size_t n, Term term) {
   const std::size_t wanted = (n + kThreads - 1) / kThreads;
   const int blocks = static_cast<int>(wanted == 0 ? 1 : (wanted < kMostBlocks ? wanted : kMostBlocks));
   static_assert(kMostBlocks * sizeof(double) <= kDeviceScratchBytes, "the partial sums fit device_scratch");
-  auto* partial = static_cast<double*>(device_scratch());
+  detail::CheckSpace space;
+  auto* partial = static_cast<double*>(space.get());
   detail::partial_sums<<<blocks, kThreads>>>(x, n, term, partial);
   WORKBOOK_CUDA_CHECK(cudaGetLastError());
   std::vector<double> host(blocks);

@@ -50,19 +50,28 @@ void report_wait(const std::string& what, WaitEvent event) {
 
 }  // namespace
 
-void require_gpu() {
-  if (workbook::cuda_device_count() == 0) SKIP(workbook::no_gpu_reason());
-  device_scratch();
+namespace {
+
+void*& scratch() {
+  static void* p = nullptr;
+  return p;
 }
 
-void* device_scratch() {
-  // A failed allocation throws and leaves it unset: the next call tries again.
-  static void* const scratch = [] {
-    void* p = nullptr;
-    WORKBOOK_CUDA_CHECK(cudaMalloc(&p, kDeviceScratchBytes));
-    return p;
-  }();
-  return scratch;
+bool timed_test() { return std::find(state().tags.begin(), state().tags.end(), "perf") != state().tags.end(); }
+
+}  // namespace
+
+void require_gpu() {
+  if (workbook::cuda_device_count() == 0) SKIP(workbook::no_gpu_reason());
+  if (scratch() == nullptr && !timed_test()) WORKBOOK_CUDA_CHECK(cudaMalloc(&scratch(), kDeviceScratchBytes));
+}
+
+void* device_scratch() { return scratch(); }
+
+void release_device_scratch() {
+  if (scratch() == nullptr) return;
+  (void)cudaFree(scratch());
+  scratch() = nullptr;
 }
 
 std::uint64_t seed() { return Catch::getSeed(); }

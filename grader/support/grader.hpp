@@ -13,19 +13,28 @@
 
 namespace grader {
 
-/// Skips the current test, with the reason, when no GPU can be used. Otherwise makes sure the
-/// grader's device scratch (device_scratch) exists, so that no check allocates it later inside a
-/// traced call of the student's.
+/// Skips the current test, with the reason, when no GPU can be used. Otherwise, in a test that is
+/// not timed ([perf]), makes the test's device scratch (device_scratch): here, before any traced
+/// call of the student's.
 void require_gpu();
 
 /// Bytes of device_scratch().
 constexpr std::size_t kDeviceScratchBytes = 1024 * sizeof(double);
 
-/// kDeviceScratchBytes of device memory that the grader's own checks reuse for their results
-/// (count_wrong_on_device, sum_on_device): a cudaMalloc and cudaFree per check were two more round
-/// trips to the GPU, each about a millisecond where gradings share it. Allocated once, kept until
-/// the program exits. One check at a time uses it (each waits for its result before returning).
+/// kDeviceScratchBytes of device memory that the grader's own checks of one test reuse for their
+/// results (count_wrong_on_device, sum_on_device): a cudaMalloc and a cudaFree per check were two
+/// more round trips to the GPU, each about a millisecond where gradings share it. require_gpu()
+/// makes it, the end of the test frees it (release_device_scratch). nullptr in a timed test, and
+/// there each check allocates its own: a device allocation that stays changes what cudaMalloc and
+/// cudaFree cost (lesson 05 task 3 times them: beside an 8 KiB allocation kept for the whole test,
+/// its baseline of cudaMalloc and cudaFree per batch ran 4 to 5 times faster on an H200), so a timed
+/// test finds the allocator as the student's code alone leaves it. One check at a time uses it
+/// (each waits for its result before returning).
 void* device_scratch();
+
+/// Frees the test's device scratch (at the end of every test case; errors ignored: a test that
+/// ended on a sticky CUDA error cannot free anything).
+void release_device_scratch();
 
 /// The seed of this run: Catch2's --rng-seed, which the driver sets and prints.
 std::uint64_t seed();

@@ -138,6 +138,7 @@ public:
   }
 
   void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    grader::release_device_scratch();
     current_.event = "end";
     if (grader::marked_wrote_nothing()) {
       current_.outcome = "wrote_nothing";
