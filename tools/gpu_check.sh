@@ -38,7 +38,8 @@
 #   tools/gpu_check.sh shared           a class's shared phases without the class (tools/shared_mix.py):
 #                                       the solutions' correctness and sanitizer-check processes of
 #                                       every lesson for 3 students, one at a time and 4 at once, and
-#                                       each process's seconds (about 3 minutes on an H100)
+#                                       each process's seconds and the test cases the sharing slowed
+#                                       the most (--tests; about 3 minutes on an H100)
 #   tools/gpu_check.sh summary          the short summary of everything run so far
 #
 # Stages can be combined in one call (tools/gpu_check.sh build tests summary). Logs collect in
@@ -245,7 +246,7 @@ stage_durations() {
 }
 
 stage_shared() {
-  python3 tools/shared_mix.py build/test --students 3 --at-once 1 4 > "$logs/shared.log" 2>&1
+  python3 tools/shared_mix.py build/test --students 3 --at-once 1 4 --tests > "$logs/shared.log" 2>&1
   echo "shared: exit $?" | tee -a "$logs/stages.txt"
   sed 's/^/  /' "$logs/shared.log" | tee -a "$logs/stages.txt"
 }

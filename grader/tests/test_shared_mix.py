@@ -45,5 +45,26 @@ class LessonJobsTest(unittest.TestCase):
             shared_mix.main(["build", "--at-once", "0"])
 
 
+class TestSecondsTest(unittest.TestCase):
+    def test_catch2_durations_are_read_and_the_rest_left_out(self):
+        output = ("Randomness seeded to: 7\n0.345 s: Task 1: vector_add is correct for every size\n"
+                  "  0.002 s: Task 2: the grid stride \nAll tests passed (3 assertions in 2 test cases)\n"
+                  "========= ERROR SUMMARY: 0 errors\n1.5 s: not a duration line\n")
+        self.assertEqual(shared_mix.parse_durations(output),
+                         {"Task 1: vector_add is correct for every size": 0.345, "Task 2: the grid stride": 0.002})
+
+    def test_the_processes_and_test_cases_the_mix_slowed_most_come_first(self):
+        alone = [("01 correctness", 1.0, 0, {"a": 0.5, "b": 0.1}), ("01 memcheck", 2.0, 0, {"a": 1.0})]
+        mixed = [("01 correctness", 5.0, 0, {"a": 0.6, "b": 4.0}), ("01 correctness", 3.0, 0, {"a": 0.8, "b": 2.0}),
+                 ("01 memcheck", 2.5, 0, {"a": 1.5})]
+        lines = shared_mix.slowdowns(alone, mixed, top=2)
+        self.assertEqual(lines[1].split(), ["1.00", "4.00", "01", "correctness"])  # 3 s added, before memcheck's 0.5
+        self.assertEqual(lines[2].split(), ["2.00", "2.50", "01", "memcheck"])
+        # Test case b of the correctness process: 0.1 s alone, 3.0 s in the mix on average, the most added.
+        self.assertEqual(lines[4], "   0.100  3.000  01 correctness: b")
+        self.assertEqual(lines[5], "   1.000  1.500  01 memcheck: a")
+        self.assertEqual(len(lines), 6)  # top=2
+
+
 if __name__ == "__main__":
     unittest.main()
