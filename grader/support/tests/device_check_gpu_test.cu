@@ -21,6 +21,10 @@ struct Stream {  // expected[i], on either side: the seeded stream itself
   WORKBOOK_HOST_DEVICE double operator()(std::size_t i) const { return workbook::random_uniform(seed, i, -1, 1); }
 };
 
+struct Identity {
+  WORKBOOK_HOST_DEVICE double operator()(float x) const { return x; }
+};
+
 std::vector<float> expected_of(Stream f, std::size_t n) {
   std::vector<float> e(n);
   for (std::size_t i = 0; i < n; ++i) e[i] = static_cast<float>(f(i));
@@ -105,4 +109,32 @@ TEST_CASE("the device's check sees a written guard and an empty array", "[device
   workbook::GuardedDeviceArray empty(0);
   CHECK(grader::count_wrong_on_device(empty.data(), 0, {0, 0}, f) == 0);
   CHECK(grader::agrees_on_device(empty, {0, 0}, f));
+}
+
+TEST_CASE("a timed test has no device scratch, and its checks count and sum with buffers of their own",
+          "[device_check][gpu]") {
+  grader::require_gpu();
+  const Stream f{11};
+  workbook::GuardedDeviceArray array(300);
+  array.upload(expected_of(f, 300));
+  double want = 0;
+  for (const float x : expected_of(f, 300)) want += x;
+
+  // As the listener of grader_main.cpp does between test cases: this test begins as a [perf] one.
+  grader::release_device_scratch();
+  grader::set_test_tags({"task_1", "perf"});
+  grader::require_gpu();
+  CHECK(grader::device_scratch() == nullptr);
+  CHECK(grader::agrees_on_device(array, {0, 0}, f));
+  CHECK(grader::count_wrong_on_device(array.data(), 300, {0, 0}, Stream{12}) > 0);
+  CHECK(std::abs(grader::sum_on_device(array.data(), 300, Identity{}) - want) <= 1e-9 * (std::abs(want) + 1));
+
+  // And a test that is not timed gets one, which its end frees.
+  grader::set_test_tags({"task_1"});
+  grader::require_gpu();
+  CHECK(grader::device_scratch() != nullptr);
+  CHECK(grader::agrees_on_device(array, {0, 0}, f));
+  grader::release_device_scratch();
+  CHECK(grader::device_scratch() == nullptr);
+  grader::set_test_tags({});
 }
