@@ -133,9 +133,10 @@ def slowdowns(alone: Sequence[Run], mixed: Sequence[Run], top: int = 30) -> List
     lines += [text for _, text in sorted(rows, key=lambda r: -r[0])]
     lines.append(f"the {top} test cases the mix slowed the most: alone, mean in the mix (s)")
     by_label = {label: tests for label, _, _, tests in alone}
-    rows = [(mean(values) - by_label.get(label, {}).get(name, 0.0),
-             f"  {by_label.get(label, {}).get(name, 0.0):6.3f} {mean(values):6.3f}  {label}: {name}")
-            for (label, name), values in cases.items()]
+    rows = []
+    for (label, name), values in cases.items():
+        was, now = by_label.get(label, {}).get(name, 0.0), mean(values)
+        rows.append((now - was, f"  {was:6.3f} {now:6.3f}  {label}: {name}"))
     lines += [text for _, text in sorted(rows, key=lambda r: -r[0])[:top]]
     return lines
 
