@@ -15,7 +15,8 @@ namespace grader {
 
 /// Skips the current test, with the reason, when no GPU can be used. Otherwise, in a test that is
 /// not timed ([perf]), makes the test's device scratch (device_scratch): here, before any traced
-/// call of the student's.
+/// call of the student's. A cudaMalloc that fails (out of memory, an earlier test's sticky error)
+/// leaves none, and the checks allocate their own: a failure for the test's own steps to report.
 void require_gpu();
 
 /// Bytes of device_scratch().

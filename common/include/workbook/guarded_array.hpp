@@ -85,9 +85,11 @@ public:
   std::vector<float> download() const;
   /// Copies the guards to the host and reports which elements were overwritten.
   GuardReport check_guards() const;
-  /// download() and check_guards() in one copy from the device: the values, and the guards'
-  /// report in \p guards. Waits for the device.
+  /// download() and check_guards() in one copy from the device (up to kOneCopyMostElements
+  /// values; two copies above): the values, and the guards' report in \p guards. Waits for the device.
   std::vector<float> download(GuardReport& guards) const;
+  /// The largest array download(GuardReport&) copies in one go.
+  static constexpr std::size_t kOneCopyMostElements = std::size_t{1} << 20;
 
 private:
   DeviceBuffer<float> storage_;
