@@ -459,7 +459,9 @@ class Grader:
         phase = None
         for tool in task.sanitizers:
             phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env,
-                              sanitizer=sanitizer.command(executable, tool), sanitizer_tool=tool)
+                              sanitizer=sanitizer.command(executable, tool,
+                                                          grader_kernels=self._checks_grader_kernels(lesson)),
+                              sanitizer_tool=tool)
             if phase.sanitizer_errors or phase.timed_out or not phase.records:
                 break
         return phase
@@ -520,8 +522,15 @@ class Grader:
         spec, settings = check_run(tasks, tool, every_shape)
         limit = self._check_limit(lesson, elapsed_s)
         phase = run_phase(program, spec, seed=self.seed, timeout_s=limit, env=dict(self.env, **settings),
-                          sanitizer=sanitizer.command(self.sanitizer, tool, check=True), sanitizer_tool=tool)
+                          sanitizer=sanitizer.command(self.sanitizer, tool, check=True,
+                                                      grader_kernels=self._checks_grader_kernels(lesson)),
+                          sanitizer_tool=tool)
         return SanitizerRun(tool, [t.id for t in tasks], phase, limit)
+
+    def _checks_grader_kernels(self, lesson: Lesson) -> bool:
+        """Whether the sanitizer checks the grader's own kernels too (sanitizer.command): where the
+        student's sources name their mark, or are not known."""
+        return self.code is None or self.code.names_grader_kernels(lesson)
 
     def _check_runs_side_by_side(self, program: str, lesson: Lesson, batches: list,
                                  elapsed: Dict[int, float]) -> List[SanitizerRun]:
@@ -1081,6 +1090,21 @@ class CodeState:
         path = os.path.join(self.shown, lesson.slug, known.get("file") or lesson.sources[0])
         return (skeleton.state(self.skeletons, self.tree_dir, lesson.slug, task.id),
                 f"{known['function']} in {path}" if known.get("function") else path)
+
+    def names_grader_kernels(self, lesson: Lesson) -> bool:
+        """Whether the lesson's sources in the graded tree name sanitizer.GRADER_KERNEL_MARK (or
+        cannot be read): then the tools check the grader's kernels too, since a kernel of the
+        student's so named would otherwise go unchecked."""
+        for source in lesson.sources:
+            try:
+                text = (Path(self.tree_dir) / lesson.slug / source).read_text(errors="replace")
+            except FileNotFoundError:
+                continue  # a file not handed in: nothing of the student's to hide
+            except OSError:
+                return True
+            if sanitizer.GRADER_KERNEL_MARK in text:
+                return True
+        return False
 
 
 def build_lessons(build_dir: Path, lessons: List[Lesson], tree: str, tree_dir: Path, programs: Dict[str, str],

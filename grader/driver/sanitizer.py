@@ -17,6 +17,13 @@ from typing import List, Optional, Tuple
 
 # The exit status compute-sanitizer gives a run with findings (--error-exitcode).
 ERROR_EXIT_CODE = 86
+# What every kernel the grader launches on its own buffers has in its name (its poison fills, its
+# checks of a result on the device, its inputs), and the tools that leave such kernels unchecked
+# (--kernel-name-exclude), which then run at full speed. Instrumented, they were most of a check's
+# kernels: each test poisons and checks around every launch of the student's. initcheck checks them
+# still: a buffer the grader wrote without its eyes on would look unwritten to it.
+GRADER_KERNEL_MARK = "grader_own_"
+GRADER_KERNELS_UNCHECKED_BY = ("memcheck", "racecheck", "synccheck")
 
 
 def find_sanitizer(index: dict) -> Tuple[Optional[str], str]:
@@ -34,8 +41,12 @@ def find_sanitizer(index: dict) -> Tuple[Optional[str], str]:
     return None, f"{where}, and there is none on PATH"
 
 
-def command(executable: str, tool: str, *, check: bool = False) -> List[str]:
+def command(executable: str, tool: str, *, check: bool = False, grader_kernels: bool = False) -> List[str]:
     """The compute-sanitizer command prefix for one tool.
+
+    The grader's own kernels (GRADER_KERNEL_MARK in their names) are left unchecked by the tools of
+    GRADER_KERNELS_UNCHECKED_BY, unless `grader_kernels`: the student's code names that mark (a
+    kernel so named would go unchecked), and every kernel is checked.
 
     memcheck also tracks stream-ordered allocations (--track-stream-ordered-races all): a kernel
     that reads a cudaMallocAsync buffer after its cudaFreeAsync in stream order, or before its
@@ -56,6 +67,8 @@ def command(executable: str, tool: str, *, check: bool = False) -> List[str]:
         prefix += ["--track-stream-ordered-races", "all", "--padding", "512"]
     if check:
         prefix += ["--report-api-errors", "no"]
+    if tool in GRADER_KERNELS_UNCHECKED_BY and not grader_kernels:
+        prefix += ["--kernel-name-exclude", f"kns={GRADER_KERNEL_MARK}"]
     return prefix
 
 

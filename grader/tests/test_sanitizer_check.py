@@ -20,7 +20,7 @@ from unittest import mock
 
 from helpers import phase  # also puts the driver on sys.path
 from driver import cli, gpu_lock, sanitizer, scoring, skeleton
-from driver.manifest import parse_manifest
+from driver.manifest import load_manifest, parse_manifest
 from driver.reports import format_scoreboard, gradescope_results, junit_xml
 from driver.runner import PhaseResult, parse_sanitizer_output
 from test_runner import SIGNING_PROGRAM
@@ -222,6 +222,41 @@ class CommandTest(unittest.TestCase):
         racecheck = sanitizer.command("cs", "racecheck", check=True)
         self.assertEqual(racecheck[1:3], ["--tool", "racecheck"])
         self.assertNotIn("--track-stream-ordered-races", racecheck)
+
+    def test_the_graders_own_kernels_go_unchecked_but_by_initcheck(self):
+        exclude = f"--kernel-name-exclude kns={sanitizer.GRADER_KERNEL_MARK}"
+        for tool in ("memcheck", "racecheck", "synccheck"):
+            for check in (True, False):
+                self.assertIn(exclude, " ".join(sanitizer.command("cs", tool, check=check)), tool)
+            # The student's code names the mark: every kernel is checked.
+            self.assertNotIn("--kernel-name-exclude", sanitizer.command("cs", tool, check=True, grader_kernels=True))
+        # initcheck would take a buffer an unchecked kernel wrote for one never written.
+        self.assertNotIn("--kernel-name-exclude", sanitizer.command("cs", "initcheck", check=True))
+
+
+class GraderKernelMarkTest(unittest.TestCase):
+    """Only the grader's kernels carry the mark the tools leave unchecked: no lesson, exercise or
+    solution names it, so every kernel a student calls or writes is checked."""
+
+    def test_no_kernel_a_student_writes_or_calls_carries_the_mark(self):
+        root = Path(__file__).resolve().parents[2]
+        for folder in ("exercises", "solutions", "lessons"):
+            for path in (root / folder).rglob("*"):
+                if path.is_file() and path.suffix in (".cu", ".cuh", ".hpp", ".h", ".cpp"):
+                    self.assertNotIn(sanitizer.GRADER_KERNEL_MARK, path.read_text(errors="replace"), str(path))
+
+    def test_the_grader_checks_its_own_kernels_where_a_students_file_names_the_mark(self):
+        lesson = load_manifest(Path(__file__).resolve().parents[2] / "lessons" / "manifest.json")[0]
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = Path(tmp) / "tree"
+            (tree / lesson.slug).mkdir(parents=True)
+            code = cli.CodeState(Path(tmp), tree)
+            self.assertFalse(code.names_grader_kernels(lesson))  # nothing handed in
+            (tree / lesson.slug / lesson.sources[0]).write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+            self.assertFalse(code.names_grader_kernels(lesson))
+            (tree / lesson.slug / lesson.sources[0]).write_text(
+                f"__global__ void {sanitizer.GRADER_KERNEL_MARK}k(float* x) {{ x[0] = 1; }}\n")
+            self.assertTrue(code.names_grader_kernels(lesson))
 
 
 def executable(path: Path) -> str:
