@@ -98,9 +98,11 @@ void GuardedDeviceArray::poison() {
   if (n_ + 2 * guard_ > 0) WORKBOOK_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-void GuardedDeviceArray::enqueue_poison() {
+void GuardedDeviceArray::enqueue_poison() { enqueue_fill(kPoisonBits); }
+
+void GuardedDeviceArray::enqueue_fill(std::uint32_t bits) {
   enqueue_fill_words(storage_.data(), guard_, guard_bits_);
-  enqueue_fill_words(data(), n_, kPoisonBits);
+  enqueue_fill_words(data(), n_, bits);
   enqueue_fill_words(data() + n_, guard_, guard_bits_);
 }
 

@@ -6,6 +6,8 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -114,11 +116,27 @@ TEST_CASE("a guarded array catches writes past either end", "[gpu]") {
   CHECK(workbook::is_poison(enqueued[10]));
   CHECK(workbook::is_poison(enqueued[999]));
   CHECK(out.check_guards().intact());
+
+  // Any other fill, enqueued the same way: every element holds its bits, the guards are restored.
+  write_range<<<1, 1024>>>(out.data(), -3, 1002, 5.0f);
+  out.enqueue_fill(0x7fc00123u);
+  write_range<<<1, 32>>>(out.data(), 0, 9, 4.0f);
+  WORKBOOK_CHECK_LAUNCH();
+  const auto filled = out.download();
+  CHECK(filled[9] == 4.0f);
+  for (const std::size_t i : {std::size_t(10), std::size_t(999)}) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &filled[i], sizeof bits);
+    CHECK(bits == 0x7fc00123u);
+  }
+  CHECK(out.check_guards().intact());
 }
 
 TEST_CASE("a guarded array's guards are checked to their far ends, in both ways of copying them", "[gpu]") {
   REQUIRE_GPU();
-  for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(1000)}) {
+  // The last size is past what download(GuardReport&) copies in one go: it copies twice there.
+  for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(1000),
+                              workbook::GuardedDeviceArray::kOneCopyMostElements + 1}) {
     CAPTURE(n);
     workbook::GuardedDeviceArray out(n, workbook::kOutputGuardBits, 4096);
     write_range<<<1, 1>>>(out.data(), -4096, -4096, 3.0f);                    // the front guard's first word
@@ -127,6 +145,7 @@ TEST_CASE("a guarded array's guards are checked to their far ends, in both ways 
     workbook::GuardReport together;
     const auto values = out.download(together);
     CHECK(values.size() == n);
+    CHECK((n == 0 || (workbook::is_poison(values.front()) && workbook::is_poison(values.back()))));
     for (const workbook::GuardReport& report : {out.check_guards(), together}) {
       CHECK(report.written_before == 1);
       CHECK(report.nearest_before == 4095);

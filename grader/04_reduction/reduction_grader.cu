@@ -362,10 +362,11 @@ void check_unaligned(const Subject& s) {
   const std::vector<std::size_t> sizes =
       racecheck ? std::vector<std::size_t>{3, 7, 4099} : std::vector<std::size_t>{1, 2, 3, 4, 5, 7, 4099, 65536};
   const std::vector<std::size_t> offsets = racecheck ? std::vector<std::size_t>{1, 3} : std::vector<std::size_t>{1, 2, 3};
+  Output o;  // a new one's state for every call (reset)
   for (const std::size_t n : sizes) {
     Data d(n + 3, Input::Ones, "unaligned");
     for (const std::size_t offset : offsets) {
-      Output o;
+      o.reset();
       o.out.poison();
       s.run(d.device.data() + offset, n, o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);
       grader::synchronize(s.name + " on a pointer " + std::to_string(offset) + " floats past a 16-byte boundary");
@@ -392,12 +393,13 @@ void check_unaligned(const Subject& s) {
 }  // namespace
 
 void check_sizes_and_inputs(const Subject& s) {
+  Output o;  // a new one's state for every call (reset)
   for (const std::size_t n : correctness_sizes()) {
     for (const Input input : inputs_for()) {
       Data d(n, input, s.name);
-      Output o;
       CAPTURE(d.text());
       check_sum(s, d, o);
+      o.reset();
     }
   }
 }

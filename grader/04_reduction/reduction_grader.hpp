@@ -188,6 +188,15 @@ struct Output {
   int reruns = 0;  // reruns made from this output; each refills shared memory with another value
   Output() { fill_garbage(); }
   void fill_garbage() { workbook::fill_words_device(workspace.data(), kWorkspaceBytes / 4, kGarbageBits); }
+  // Back to a new Output's state (*out poisoned, the workspace garbage, every guard intact), for the
+  // next call of a loop: enqueued on the legacy default stream, which the blocking copy or wait
+  // before the call orders it before. One Output for a loop of calls saves its allocations, frees
+  // and waits on every call: round trips to the GPU, each about a millisecond where gradings share it.
+  void reset() {
+    out.enqueue_poison();
+    workspace.enqueue_fill(kGarbageBits);
+    reruns = 0;
+  }
   // Fails the test when the last call wrote outside its workspace.
   void check_workspace(const std::string& what) const {
     const workbook::GuardReport guards = workspace.check_guards();

@@ -76,6 +76,9 @@ public:
   /// own stream), poison(). One round trip to the GPU fewer (about a millisecond where gradings
   /// share it).
   void enqueue_poison();
+  /// enqueue_poison() with \p bits in every array element instead of the poison value: the guards
+  /// restored, nothing waited for.
+  void enqueue_fill(std::uint32_t bits);
   /// Copies \p host (size() values) into the array; the data is on the device, for every stream,
   /// when it returns.
   void upload(const std::vector<float>& host);
