@@ -9,9 +9,11 @@ Two uses share the command line, so that one reproduces the other:
 What is read here is what the sanitizer printed; nothing here guesses a cause."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -24,6 +26,22 @@ ERROR_EXIT_CODE = 86
 # still: a buffer the grader wrote without its eyes on would look unwritten to it.
 GRADER_KERNEL_MARK = "grader_own_"
 GRADER_KERNELS_UNCHECKED_BY = ("memcheck", "racecheck", "synccheck")
+# The option that leaves kernels unchecked by name: --kernel-name-exclude since compute-sanitizer
+# 2023.3 (CUDA 12.3), --kernel-regex-exclude from 2021.2 to 2023.2 (CUDA 12.0-12.2 among them).
+KERNEL_EXCLUDE_OPTIONS = ("--kernel-name-exclude", "--kernel-regex-exclude")
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_exclude_option(executable: str) -> Optional[str]:
+    """The option of KERNEL_EXCLUDE_OPTIONS that this compute-sanitizer's --help lists (once per
+    executable); None when it lists neither or cannot be asked: then every kernel is checked."""
+    try:
+        done = subprocess.run([executable, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    listed = done.stdout.decode("utf-8", errors="replace")
+    return next((option for option in KERNEL_EXCLUDE_OPTIONS if re.search(re.escape(option) + r"\b", listed)), None)
 
 
 def find_sanitizer(index: dict) -> Tuple[Optional[str], str]:
@@ -45,8 +63,9 @@ def command(executable: str, tool: str, *, check: bool = False, grader_kernels: 
     """The compute-sanitizer command prefix for one tool.
 
     The grader's own kernels (GRADER_KERNEL_MARK in their names) are left unchecked by the tools of
-    GRADER_KERNELS_UNCHECKED_BY, unless `grader_kernels`: the student's code names that mark (a
-    kernel so named would go unchecked), and every kernel is checked.
+    GRADER_KERNELS_UNCHECKED_BY, with the option this compute-sanitizer has for it
+    (kernel_exclude_option); unless `grader_kernels`: the student's code names that mark (a kernel
+    so named would go unchecked), and every kernel is checked.
 
     memcheck also tracks stream-ordered allocations (--track-stream-ordered-races all): a kernel
     that reads a cudaMallocAsync buffer after its cudaFreeAsync in stream order, or before its
@@ -68,7 +87,9 @@ def command(executable: str, tool: str, *, check: bool = False, grader_kernels: 
     if check:
         prefix += ["--report-api-errors", "no"]
     if tool in GRADER_KERNELS_UNCHECKED_BY and not grader_kernels:
-        prefix += ["--kernel-name-exclude", f"kns={GRADER_KERNEL_MARK}"]
+        exclude = kernel_exclude_option(executable)
+        if exclude:
+            prefix += [exclude, f"kns={GRADER_KERNEL_MARK}"]
     return prefix
 
 

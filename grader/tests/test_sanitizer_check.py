@@ -224,14 +224,33 @@ class CommandTest(unittest.TestCase):
         self.assertNotIn("--track-stream-ordered-races", racecheck)
 
     def test_the_graders_own_kernels_go_unchecked_but_by_initcheck(self):
-        exclude = f"--kernel-name-exclude kns={sanitizer.GRADER_KERNEL_MARK}"
-        for tool in ("memcheck", "racecheck", "synccheck"):
-            for check in (True, False):
-                self.assertIn(exclude, " ".join(sanitizer.command("cs", tool, check=check)), tool)
-            # The student's code names the mark: every kernel is checked.
-            self.assertNotIn("--kernel-name-exclude", sanitizer.command("cs", tool, check=True, grader_kernels=True))
-        # initcheck would take a buffer an unchecked kernel wrote for one never written.
-        self.assertNotIn("--kernel-name-exclude", sanitizer.command("cs", "initcheck", check=True))
+        with tempfile.TemporaryDirectory() as tmp:
+            # A compute-sanitizer whose --help lists the option of 2023.3 and later.
+            cs = helped(Path(tmp) / "compute-sanitizer", "  --kernel-name-exclude <filter>   Kernels not to check.")
+            exclude = f"--kernel-name-exclude kns={sanitizer.GRADER_KERNEL_MARK}"
+            for tool in ("memcheck", "racecheck", "synccheck"):
+                for check in (True, False):
+                    self.assertIn(exclude, " ".join(sanitizer.command(cs, tool, check=check)), tool)
+                # The student's code names the mark: every kernel is checked.
+                self.assertNotIn("--kernel-name-exclude", sanitizer.command(cs, tool, check=True, grader_kernels=True))
+            # initcheck would take a buffer an unchecked kernel wrote for one never written.
+            self.assertNotIn("--kernel-name-exclude", sanitizer.command(cs, "initcheck", check=True))
+
+    def test_an_older_sanitizer_gets_its_own_option_and_one_without_either_checks_every_kernel(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            old = helped(Path(tmp) / "old", "  --kernel-regex-exclude <filter>")
+            self.assertIn(f"--kernel-regex-exclude kns={sanitizer.GRADER_KERNEL_MARK}",
+                          " ".join(sanitizer.command(old, "memcheck", check=True)))
+            for neither in (helped(Path(tmp) / "neither", "  --tool <name>"), str(Path(tmp) / "missing")):
+                self.assertIsNone(sanitizer.kernel_exclude_option(neither))
+                self.assertFalse(any("exclude" in word for word in sanitizer.command(neither, "memcheck", check=True)))
+
+
+def helped(path: Path, help_text: str) -> str:
+    """A stand-in compute-sanitizer that prints help_text for --help."""
+    path.write_text(f"#!/bin/sh\ncat <<'EOF'\n{help_text}\nEOF\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
 
 
 class GraderKernelMarkTest(unittest.TestCase):
