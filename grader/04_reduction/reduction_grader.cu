@@ -211,7 +211,7 @@ void note_error(double got, double want, std::size_t n, double sum_abs) {
 
 // Calls \p s on \p d into \p o and fails with the diagnosis when the result or the guards are wrong.
 void check_sum(const Subject& s, Data& d, Output& o) {
-  // What the workspace holds as the call begins (the last call's leftovers): reruns start there.
+  // What the workspace holds as the call begins (garbage: a new Output's, or reset's): reruns start there.
   const std::vector<float> workspace = o.workspace.download();
   o.out.poison();
   s.run(d.device.data(), d.size(), o.out.data(), o.workspace.data(), kWorkspaceBytes, s.stream);

@@ -189,9 +189,10 @@ struct Output {
   Output() { fill_garbage(); }
   void fill_garbage() { workbook::fill_words_device(workspace.data(), kWorkspaceBytes / 4, kGarbageBits); }
   // Back to a new Output's state (*out poisoned, the workspace garbage, every guard intact), for the
-  // next call of a loop: enqueued on the legacy default stream, which the blocking copy or wait
-  // before the call orders it before. One Output for a loop of calls saves its allocations, frees
-  // and waits on every call: round trips to the GPU, each about a millisecond where gradings share it.
+  // next call of a loop: enqueued on the legacy default stream, without a wait. The caller's
+  // out.poison() before the call (which waits for the device) puts it before the student's work on
+  // any stream. One Output for a loop of calls saves its allocations, frees and waits on every
+  // call: round trips to the GPU, each about a millisecond where gradings share it.
   void reset() {
     out.enqueue_poison();
     workspace.enqueue_fill(kGarbageBits);

@@ -404,6 +404,8 @@ class Grader:
         self._line = ""  # the progress line of the task being graded, so far
         self.sanitizer, why = sanitizer.find_sanitizer(index)
         self.no_sanitizer_why = why  # "" when there is one
+        if self.sanitizer:  # its --help read now, not while a check holds the GPU (sanitizer.command)
+            sanitizer.kernel_exclude_option(self.sanitizer)
         # Nsight Compute, for the counters of a timed task that fell short (counters.py).
         self.ncu, self.no_ncu_why = counters.find_ncu(index)
         self.profile_short = not getattr(args, "no_counters", False)
@@ -460,7 +462,7 @@ class Grader:
         for tool in task.sanitizers:
             phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self.env,
                               sanitizer=sanitizer.command(executable, tool,
-                                                          grader_kernels=self._checks_grader_kernels(lesson)),
+                                                          grader_kernels=self._checks_grader_kernels(lesson, program)),
                               sanitizer_tool=tool)
             if phase.sanitizer_errors or phase.timed_out or not phase.records:
                 break
@@ -523,14 +525,15 @@ class Grader:
         limit = self._check_limit(lesson, elapsed_s)
         phase = run_phase(program, spec, seed=self.seed, timeout_s=limit, env=dict(self.env, **settings),
                           sanitizer=sanitizer.command(self.sanitizer, tool, check=True,
-                                                      grader_kernels=self._checks_grader_kernels(lesson)),
+                                                      grader_kernels=self._checks_grader_kernels(lesson, program)),
                           sanitizer_tool=tool)
         return SanitizerRun(tool, [t.id for t in tasks], phase, limit)
 
-    def _checks_grader_kernels(self, lesson: Lesson) -> bool:
+    def _checks_grader_kernels(self, lesson: Lesson, program: str) -> bool:
         """Whether the sanitizer checks the grader's own kernels too (sanitizer.command): where the
-        student's sources name their mark, or are not known."""
-        return self.code is None or self.code.names_grader_kernels(lesson)
+        student's sources name their mark, or are not known, or the student's compiled code has
+        it in a symbol (a name a macro pasted together, which the sources do not show)."""
+        return self.code is None or self.code.names_grader_kernels(lesson) or compiled_code_names_mark(program)
 
     def _check_runs_side_by_side(self, program: str, lesson: Lesson, batches: list,
                                  elapsed: Dict[int, float]) -> List[SanitizerRun]:
@@ -1071,6 +1074,21 @@ class Grader:
         detail = {f"{k}_in_tests": v for k, v in in_tests.items()}
         return LessonResult(lesson, results, {k: round(v, 2) for k, v in wall.items()},
                             {k: round(v, 2) for k, v in detail.items()})
+
+
+def compiled_code_names_mark(program: str) -> bool:
+    """Whether the student's compiled lesson has sanitizer.GRADER_KERNEL_MARK in it: the static
+    library that the grader program grade_<slug>__<tree> links, built beside it as
+    libimpl_<slug>__<tree>.a (cmake/Workbook.cmake), whose symbols name every kernel in it. False
+    where there is no such library to read."""
+    folder, name = os.path.split(program)
+    if not name.startswith("grade_"):
+        return False
+    try:
+        built = Path(folder, "libimpl_" + name[len("grade_"):] + ".a").read_bytes()
+    except OSError:
+        return False
+    return sanitizer.GRADER_KERNEL_MARK.encode() in built
 
 
 class CodeState:

@@ -34,10 +34,12 @@ KERNEL_EXCLUDE_OPTIONS = ("--kernel-name-exclude", "--kernel-regex-exclude")
 @functools.lru_cache(maxsize=None)
 def kernel_exclude_option(executable: str) -> Optional[str]:
     """The option of KERNEL_EXCLUDE_OPTIONS that this compute-sanitizer's --help lists (once per
-    executable); None when it lists neither or cannot be asked: then every kernel is checked."""
+    executable and process: the Grader asks as it starts, outside any hold of the GPU); None when
+    it lists neither or cannot be asked in time: then every kernel is checked, which is slower and
+    finds as much."""
     try:
-        done = subprocess.run([executable, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=60, check=False)
+        done = subprocess.run([executable, "--help"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     listed = done.stdout.decode("utf-8", errors="replace")

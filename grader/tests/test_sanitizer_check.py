@@ -241,14 +241,19 @@ class CommandTest(unittest.TestCase):
             old = helped(Path(tmp) / "old", "  --kernel-regex-exclude <filter>")
             self.assertIn(f"--kernel-regex-exclude kns={sanitizer.GRADER_KERNEL_MARK}",
                           " ".join(sanitizer.command(old, "memcheck", check=True)))
+            # Both listed: the newer name.
+            both = helped(Path(tmp) / "both", "  --kernel-name-exclude <f>\n  --kernel-regex-exclude <f> (deprecated)")
+            self.assertEqual(sanitizer.kernel_exclude_option(both), "--kernel-name-exclude")
             for neither in (helped(Path(tmp) / "neither", "  --tool <name>"), str(Path(tmp) / "missing")):
                 self.assertIsNone(sanitizer.kernel_exclude_option(neither))
                 self.assertFalse(any("exclude" in word for word in sanitizer.command(neither, "memcheck", check=True)))
 
 
 def helped(path: Path, help_text: str) -> str:
-    """A stand-in compute-sanitizer that prints help_text for --help."""
-    path.write_text(f"#!/bin/sh\ncat <<'EOF'\n{help_text}\nEOF\n")
+    """A stand-in compute-sanitizer that prints help_text for --help (with the shell's builtins
+    alone: a test may leave nothing on PATH)."""
+    assert "'" not in help_text
+    path.write_text("#!/bin/sh\n" + "".join(f"printf '%s\\n' '{line}'\n" for line in help_text.splitlines()))
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)
 
@@ -850,6 +855,54 @@ class StandInProcessesTest(unittest.TestCase):
         runs = verdicts[2].extra_data["sanitizer_check"]["runs"]
         self.assertEqual([(r["tool"], r["tasks"], r["outcome"]) for r in runs], [("memcheck", [2], "finding")])
         self.assertGreater(result.wall_s["sanitizer_check"], 0.0)
+
+
+
+class GraderKernelsInTheCheckTest(GradingHarness, unittest.TestCase):
+    """The check's processes leave the grader's kernels unchecked only where nothing of the
+    student's carries their mark: not in the lesson's sources, not in its compiled library."""
+
+    def check_prefixes(self, source: str, library: bytes = b"") -> list:
+        lesson = the_lesson()
+        tree = self.dir / "tree"
+        (tree / lesson.slug).mkdir(parents=True, exist_ok=True)
+        (tree / lesson.slug / lesson.sources[0]).write_text(source)
+        # The grader program the harness grades, grade_04_reduction__exercises, is named relative to
+        # the working folder: its library goes there.
+        (self.dir / "libimpl_04_reduction__exercises.a").write_bytes(b"!<arch>\n" + library)
+        self.sanitizer = helped(self.dir / "cs", "  --kernel-name-exclude <filter>")
+        here = os.getcwd()
+        os.chdir(self.dir)
+        try:
+            self.grade_with(lambda call: None if call["tool"] else correctness_of(call),
+                            code=cli.CodeState(self.dir, tree))
+        finally:
+            os.chdir(here)
+        return [c["prefix"] for c in self.runs.calls if c["tool"]]
+
+    def test_nothing_of_the_students_has_the_mark_the_graders_kernels_go_unchecked(self):
+        prefixes = self.check_prefixes("__global__ void k(float* x) { x[0] = 1; }\n", b"_Z1kPf\0")
+        self.assertEqual(len(prefixes), 2)  # memcheck, racecheck
+        for prefix in prefixes:
+            self.assertIn(f"--kernel-name-exclude kns={sanitizer.GRADER_KERNEL_MARK}", " ".join(prefix))
+
+    def test_a_mark_in_the_sources_or_the_compiled_code_gets_every_kernel_checked(self):
+        mark = sanitizer.GRADER_KERNEL_MARK
+        for source, library in ((f"__global__ void {mark}k(float* x) {{ x[0] = 1; }}\n", b""),
+                                # a name pasted by a macro: only the compiled code shows it
+                                ("#define N(a, b) a##b\n__global__ void N(grader_ow, n_k)(float* x) {}\n",
+                                 f"_Z{len(mark) + 1}{mark}kPf\0".encode())):
+            with self.subTest(source=source):
+                prefixes = self.check_prefixes(source, library)
+                self.assertEqual(len(prefixes), 2)
+                self.assertTrue(all("--kernel-name-exclude" not in prefix for prefix in prefixes), prefixes)
+
+    def test_the_compiled_library_is_the_one_beside_the_program(self):
+        self.assertFalse(cli.compiled_code_names_mark(str(self.dir / "grade_01_vector_add__alice")))  # none there
+        (self.dir / "libimpl_01_vector_add__alice.a").write_bytes(sanitizer.GRADER_KERNEL_MARK.encode())
+        self.assertTrue(cli.compiled_code_names_mark(str(self.dir / "grade_01_vector_add__alice")))
+        self.assertFalse(cli.compiled_code_names_mark(str(self.dir / "grade_01_vector_add__bob")))
+        self.assertFalse(cli.compiled_code_names_mark(str(self.dir / "something_else")))
 
 
 if __name__ == "__main__":
