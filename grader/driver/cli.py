@@ -406,6 +406,7 @@ class Grader:
         self.no_sanitizer_why = why  # "" when there is one
         if self.sanitizer:  # its --help read now, not while a check holds the GPU (sanitizer.command)
             sanitizer.kernel_exclude_option(self.sanitizer)
+        self._grader_kernels_checked: Dict[str, bool] = {}  # by program: _checks_grader_kernels, read once
         # Nsight Compute, for the counters of a timed task that fell short (counters.py).
         self.ncu, self.no_ncu_why = counters.find_ncu(index)
         self.profile_short = not getattr(args, "no_counters", False)
@@ -532,8 +533,12 @@ class Grader:
     def _checks_grader_kernels(self, lesson: Lesson, program: str) -> bool:
         """Whether the sanitizer checks the grader's own kernels too (sanitizer.command): where the
         student's sources name their mark, or are not known, or the student's compiled code has
-        it in a symbol (a name a macro pasted together, which the sources do not show)."""
-        return self.code is None or self.code.names_grader_kernels(lesson) or compiled_code_names_mark(program)
+        it in a symbol (a name a macro pasted together, which the sources do not show). Read once a
+        program: every tool's process of the lesson asks."""
+        if program not in self._grader_kernels_checked:
+            self._grader_kernels_checked[program] = (self.code is None or self.code.names_grader_kernels(lesson)
+                                                     or compiled_code_names_mark(program))
+        return self._grader_kernels_checked[program]
 
     def _check_runs_side_by_side(self, program: str, lesson: Lesson, batches: list,
                                  elapsed: Dict[int, float]) -> List[SanitizerRun]:
