@@ -56,19 +56,24 @@ SEED = 20261128  # every process's --rng-seed: the same shapes from one run to t
 Job = Tuple[str, List[str], Dict[str, str]]  # label, command, environment added
 
 
-def lesson_jobs(lesson: manifest.Lesson, program: str, executable: str) -> List[Job]:
-    """One lesson's processes, in the order ./grade-class runs them for a lesson that passes."""
+def lesson_jobs(lesson: manifest.Lesson, program: str, executable: str, untimed: Dict[str, str]) -> List[Job]:
+    """One lesson's processes, in the order ./grade-class runs them for a lesson that passes, each
+    with `untimed` (the driver's runner.UNTIMED_SETTINGS) in its environment."""
     seed = ["--rng-seed", str(SEED), "--reporter", "compact"]
-    jobs: List[Job] = [(f"{lesson.slug} correctness", [program, "~[perf]"] + seed, {})]
+    jobs: List[Job] = [(f"{lesson.slug} correctness", [program, "~[perf]"] + seed, dict(untimed))]
     for tool in cli.sanitizer_tools(lesson.tasks):
         spec, settings = cli.check_run([t for t in lesson.tasks if tool in t.sanitizers], tool)
         command = sanitizer.command(executable, tool, check=True) + [program, spec] + seed
-        jobs.append((f"{lesson.slug} {tool}", command, settings))
+        jobs.append((f"{lesson.slug} {tool}", command, dict(untimed, **settings)))
     return jobs
 
 
-def all_jobs(index: dict, lessons: Sequence[manifest.Lesson], executable: str) -> List[Job]:
-    """Every lesson's processes for one student: the solutions' programs the build index names."""
+def all_jobs(index: dict, lessons: Sequence[manifest.Lesson], executable: str,
+             untimed: Optional[Dict[str, str]] = None) -> List[Job]:
+    """Every lesson's processes for one student: the solutions' programs the build index names.
+    `untimed`: what the driver adds to the environment of a process that times nothing
+    (runner.UNTIMED_SETTINGS unless given)."""
+    untimed = runner.UNTIMED_SETTINGS if untimed is None else untimed
     programs = build.programs(index, "solutions")
     jobs: List[Job] = []
     for lesson in lessons:
@@ -76,7 +81,7 @@ def all_jobs(index: dict, lessons: Sequence[manifest.Lesson], executable: str) -
         if not program or not os.path.isfile(program):
             raise SystemExit(f"shared_mix.py: the solutions' program of {lesson.slug} is not built "
                              f"({program or 'not in the build index'})")
-        jobs += lesson_jobs(lesson, program, executable)
+        jobs += lesson_jobs(lesson, program, executable, untimed)
     return jobs
 
 
@@ -149,6 +154,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--lessons", nargs="*", default=[])
     parser.add_argument("--tests", action="store_true",
                         help="also each test case's seconds, alone and in the mix (Catch2's --durations)")
+    parser.add_argument("--cuda-default-queues", action="store_true",
+                        help="without the driver's runner.UNTIMED_SETTINGS (CUDA's own number of work queues a "
+                             "context): what that setting saves")
     args = parser.parse_args(argv)
     if args.students < 1 or any(c < 1 for c in args.at_once):
         parser.error("--students and --at-once take counts of 1 or more")
@@ -159,7 +167,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if executable is None:
         raise SystemExit(f"shared_mix.py: no compute-sanitizer: {why}")
     lessons = manifest.select_lessons(manifest.load_manifest(ROOT / "lessons" / "manifest.json"), args.lessons)
-    jobs = all_jobs(index, lessons, executable)
+    jobs = all_jobs(index, lessons, executable, {} if args.cuda_default_queues else None)
     print(f"{len(jobs)} processes a student, {args.students} students")
     status = 0
     mixed: List[Run] = []

@@ -19,7 +19,7 @@ from pathlib import Path
 from unittest import mock
 
 from helpers import phase  # also puts the driver on sys.path
-from driver import cli, gpu_lock, sanitizer, scoring, skeleton
+from driver import cli, gpu_lock, runner, sanitizer, scoring, skeleton
 from driver.manifest import load_manifest, parse_manifest
 from driver.reports import format_scoreboard, gradescope_results, junit_xml
 from driver.runner import PhaseResult, parse_sanitizer_output
@@ -608,6 +608,18 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
         verdicts = self.verdicts(result)
         self.assertEqual(verdicts[2].summary, "correct, confirmed by memcheck")
         self.assertEqual(result.tasks[1].performance.status, scoring.PASSED)
+
+    def test_only_what_times_nothing_gets_one_work_queue_a_context(self):
+        self.grade_with_task_2_timed(all_clean)
+        queues = [(c["tool"] or ("perf" if c["perf"] else "plain"), c["tasks"],
+                   c["env"].get("CUDA_DEVICE_MAX_CONNECTIONS")) for c in self.runs.calls]
+        self.assertEqual(queues[:1] + sorted(queues[1:3]) + queues[3:],
+                         [("plain", [1, 3], "1"), ("memcheck", [1, 3, 2], "1"), ("racecheck", [1], "1"),
+                          ("plain", [2], None), ("perf", [2], None)])  # task 2's plain tests compare timings
+        # The shell's setting reaches no grader program: the driver's choice, on every machine.
+        with mock.patch.dict(os.environ, {"CUDA_DEVICE_MAX_CONNECTIONS": "32"}):
+            self.assertNotIn("CUDA_DEVICE_MAX_CONNECTIONS", runner.program_environment({}))
+            self.assertEqual(runner.program_environment(runner.UNTIMED_SETTINGS)["CUDA_DEVICE_MAX_CONNECTIONS"], "1")
 
     def test_a_timing_task_s_check_fails_its_pass_and_not_its_failure(self):
         def behave(call, plain_fails):

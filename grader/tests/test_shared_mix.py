@@ -1,6 +1,7 @@
 """tools/shared_mix.py: the processes of a class's shared phases, as the driver runs them."""
 import sys
 import unittest
+import unittest.mock
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
@@ -17,13 +18,14 @@ LESSON = manifest.parse_manifest({"lessons": [{
 
 class LessonJobsTest(unittest.TestCase):
     def test_correctness_then_one_process_per_tool_over_the_tasks_that_name_it(self):
-        jobs = shared_mix.lesson_jobs(LESSON, "/b/grade_09_demo__solutions", "/cuda/compute-sanitizer")
+        untimed = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+        jobs = shared_mix.lesson_jobs(LESSON, "/b/grade_09_demo__solutions", "/cuda/compute-sanitizer", untimed)
         self.assertEqual([label for label, _, _ in jobs],
                          ["09_demo correctness", "09_demo memcheck", "09_demo racecheck", "09_demo synccheck"])
         label, command, env = jobs[0]
         self.assertEqual(command[:2], ["/b/grade_09_demo__solutions", "~[perf]"])
         self.assertEqual(command[2:4], ["--rng-seed", str(shared_mix.SEED)])  # the same shapes every run
-        self.assertEqual(env, {})  # full sizes, as the graded run
+        self.assertEqual(env, untimed)  # full sizes, as the graded run
         specs = {label.split()[-1]: command[-5] for label, command, _ in jobs[1:]}
         self.assertEqual(specs, {"memcheck": "[task_1]~[perf],[task_2]~[perf]",
                                  "racecheck": "[task_1]~[perf],[task_3]~[perf]",
@@ -32,7 +34,18 @@ class LessonJobsTest(unittest.TestCase):
             tool = label.split()[-1]
             # The driver's own prefix and mode, so that the measurement cannot drift from a grading.
             self.assertEqual(command[:-6], sanitizer.command("/cuda/compute-sanitizer", tool, check=True))
-            self.assertEqual(env, {"WORKBOOK_SANITIZE": tool})
+            self.assertEqual(env, {"WORKBOOK_SANITIZE": tool, "CUDA_DEVICE_MAX_CONNECTIONS": "1"})
+
+    def test_the_processes_get_the_drivers_untimed_settings_unless_told_otherwise(self):
+        programs = {"trees": {"solutions": {"lessons": {"09_demo": {"program": sys.executable}}}}}
+        with unittest.mock.patch.object(shared_mix.build, "programs", return_value={"09_demo": sys.executable}):
+            driver_own = shared_mix.all_jobs(programs, [LESSON], "cs")
+            default = shared_mix.all_jobs(programs, [LESSON], "cs", {})
+        self.assertTrue(shared_mix.runner.UNTIMED_SETTINGS)
+        for _, _, env in driver_own:
+            self.assertEqual({k: env.get(k) for k in shared_mix.runner.UNTIMED_SETTINGS}, shared_mix.runner.UNTIMED_SETTINGS)
+        for _, _, env in default:
+            self.assertFalse(set(env) & set(shared_mix.runner.UNTIMED_SETTINGS))
 
     def test_a_program_not_built_is_named(self):
         with self.assertRaises(SystemExit) as raised:
