@@ -90,6 +90,11 @@ bool racecheck_mode() {
   return tool != nullptr && std::string(tool) == "racecheck";
 }
 
+bool pass_check_mode() {
+  const char* tool = workbook::startup_env("WORKBOOK_SANITIZE");
+  return sanitize_mode() && tool != nullptr && std::string(tool) != "1";
+}
+
 void record_metric(const std::string& name, double value) { state().metrics.emplace_back(name, value); }
 
 const std::vector<std::pair<std::string, double>>& recorded_metrics() { return state().metrics; }
