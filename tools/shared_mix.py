@@ -58,7 +58,9 @@ Job = Tuple[str, List[str], Dict[str, str]]  # label, command, environment added
 
 def lesson_jobs(lesson: manifest.Lesson, program: str, executable: str, untimed: Dict[str, str]) -> List[Job]:
     """One lesson's processes, in the order ./grade-class runs them for a lesson that passes, each
-    with `untimed` (the driver's runner.UNTIMED_SETTINGS) in its environment."""
+    with `untimed` (the driver's runner.UNTIMED_SETTINGS) in its environment, as the driver gives
+    it: not in a lesson whose streams run side by side (streams_side_by_side)."""
+    untimed = {} if lesson.streams_side_by_side else untimed
     seed = ["--rng-seed", str(SEED), "--reporter", "compact"]
     jobs: List[Job] = [(f"{lesson.slug} correctness", [program, "~[perf]"] + seed, dict(untimed))]
     for tool in cli.sanitizer_tools(lesson.tasks):

@@ -25,7 +25,7 @@ from .file_lock import LockError
 from .gpu_lock import GpuLock, lock_seconds
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
-from .runner import (UNTIMED_SETTINGS, ParkedRun, PhaseResult, exit_on_sigterm, wait_all_parked, hung_task_phase, ran_cleanly, run_phase, side_by_side,
+from .runner import (UNTIMED_SETTINGS, ParkedRun, program_environment, PhaseResult, exit_on_sigterm, wait_all_parked, hung_task_phase, ran_cleanly, run_phase, side_by_side,
                      task_phase)
 from .timing_cache import TimingCache
 from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
@@ -172,7 +172,8 @@ def _device_info(index: dict, *flags) -> subprocess.CompletedProcess:
         why = (f"{program} is not built: build it (cmake --build {build_dir} --target "
                "workbook_device_info), or run ./grade without --no-build.")
         return subprocess.CompletedProcess([program, *flags], 1, b"", why.encode())
-    return subprocess.run([program, *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    return subprocess.run([program, *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                          env=program_environment({}))
 
 
 def device_facts(index: dict) -> subprocess.CompletedProcess:
@@ -454,19 +455,20 @@ class Grader:
         with self.alone() if self._compares_timings(task) else self._shared():
             return self._correctness_phase(program, lesson, task)
 
-    def _untimed_env(self) -> Dict[str, str]:
-        """The environment of a process that times nothing (runner.UNTIMED_SETTINGS)."""
-        return dict(self.env, **UNTIMED_SETTINGS)
+    def _untimed_env(self, lesson: Lesson) -> Dict[str, str]:
+        """The environment of a process that times nothing: runner.UNTIMED_SETTINGS, but in a lesson
+        whose tests look at how work on its streams ran together (streams_side_by_side)."""
+        return dict(self.env) if lesson.streams_side_by_side else dict(self.env, **UNTIMED_SETTINGS)
 
     def _correctness_phase(self, program: str, lesson: Lesson, task) -> PhaseResult:
         spec = f"[{task.tag}]~[perf]"
         if not self.args.sanitize:
             return run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson),
-                             env=self.env if self._compares_timings(task) else self._untimed_env())
+                             env=self.env if self._compares_timings(task) else self._untimed_env(lesson))
         executable = self.sanitizer or "compute-sanitizer"
         phase = None
         for tool in task.sanitizers:
-            phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self._untimed_env(),
+            phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self._untimed_env(lesson),
                               sanitizer=sanitizer.command(executable, tool,
                                                           grader_kernels=self._checks_grader_kernels(lesson, program)),
                               sanitizer_tool=tool)
@@ -491,7 +493,7 @@ class Grader:
         limit = self._timeout(lesson)
         spec = ",".join(f"[{t.tag}]~[perf]" for t in tasks)
         with self._shared():
-            whole = run_phase(program, spec, seed=self.seed, timeout_s=limit * len(tasks), env=self._untimed_env(),
+            whole = run_phase(program, spec, seed=self.seed, timeout_s=limit * len(tasks), env=self._untimed_env(lesson),
                               test_limit_s=limit)
         wall["correctness"] += whole.elapsed_s
         in_tests["correctness"] += whole.in_tests_s
@@ -529,7 +531,7 @@ class Grader:
                    every_shape: bool = False) -> SanitizerRun:
         spec, settings = check_run(tasks, tool, every_shape)
         limit = self._check_limit(lesson, elapsed_s)
-        phase = run_phase(program, spec, seed=self.seed, timeout_s=limit, env=dict(self._untimed_env(), **settings),
+        phase = run_phase(program, spec, seed=self.seed, timeout_s=limit, env=dict(self._untimed_env(lesson), **settings),
                           sanitizer=sanitizer.command(self.sanitizer, tool, check=True,
                                                       grader_kernels=self._checks_grader_kernels(lesson, program)),
                           sanitizer_tool=tool)

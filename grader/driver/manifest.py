@@ -89,6 +89,10 @@ class Lesson:
     timeout_s: float = 60.0
     sanitizers: List[str] = field(default_factory=lambda: ["memcheck"])  # its tasks' tools, unless a task names its own
     sweep: Optional[Sweep] = None  # None: the lesson has no sweep
+    # Its correctness tests look at how work on several streams ran together (lesson 05: the
+    # tracer's timestamps of copies, kernels and the caller's kernel): its processes that time
+    # nothing keep CUDA's own work queues (runner.UNTIMED_SETTINGS is not given to them).
+    streams_side_by_side: bool = False
 
     @property
     def number(self) -> int:
@@ -195,12 +199,15 @@ def parse_manifest(data: dict) -> List[Lesson]:
         if not _SLUG.match(slug):
             raise ManifestError(f"lesson slug {slug!r} must look like 01_vector_add (two digits, underscore, name)")
         sanitizers = _sanitizers(raw.get("sanitizers", ["memcheck"]), f"lesson {slug}")
+        side_by_side = raw.get("streams_side_by_side", False)
+        if not isinstance(side_by_side, bool):
+            raise ManifestError(f"lesson {slug}: \"streams_side_by_side\" is true or false, got {side_by_side!r}")
         tasks = [_task(t, slug, sanitizers) for t in raw.get("tasks", [])]
         if [t.id for t in tasks] != list(range(1, len(tasks) + 1)):
             raise ManifestError(f"lesson {slug}: tasks must be numbered 1, 2, 3, ... in order")
         lessons.append(Lesson(slug=slug, title=str(raw.get("title", slug)), sources=list(raw.get("sources", [])),
                               tasks=tasks, timeout_s=float(raw.get("timeout_s", 60)),
-                              sanitizers=sanitizers,
+                              sanitizers=sanitizers, streams_side_by_side=side_by_side,
                               sweep=_sweep(raw["sweep"], f"lesson {slug}") if "sweep" in raw else None))
     slugs = [l.slug for l in lessons]
     if slugs != sorted(slugs) or len(set(slugs)) != len(slugs):

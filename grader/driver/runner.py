@@ -339,11 +339,12 @@ DRIVER_SETTINGS = ("WORKBOOK_PROFILE", "WORKBOOK_YARDSTICKS", "WORKBOOK_SANITIZE
 # (but a task's whose tests compare timings, the manifest's correctness_timed) and the check under
 # compute-sanitizer. One hardware work queue a context instead of CUDA's 8: creating a context then
 # cost 0.16 s instead of 0.22 s alone on an H100, and 8 at once took 0.68 s instead of 1.53 s
-# (December 7, 2026), one after another on the GPU, where a class's gradings start about 20 such
-# processes each. Streams stay streams (their order, events and waits are CUDA's as ever); only
-# their work may overlap less, which these tests never time. Timed runs keep CUDA's default: they
-# measure overlap (lesson 05). From the shell, the setting is never inherited (DRIVER_SETTINGS),
-# so every process's queues are the driver's choice and a verdict is the same on any machine.
+# (December 7, 2026), one after another on the GPU, where a class's grading starts about 21 such
+# processes. Streams stay streams (their order, events and waits are CUDA's as ever); only their
+# work may overlap less: these tests measure no durations, and a lesson whose tests look at how
+# its streams ran together (the manifest's streams_side_by_side: lesson 05) keeps CUDA's queues, as
+# the timed runs do. From the shell, the setting is never inherited (DRIVER_SETTINGS), so every
+# grader program's queues are the driver's choice and a verdict is the same on any machine.
 UNTIMED_SETTINGS = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 
 

@@ -91,8 +91,9 @@ bool racecheck_mode() {
 }
 
 bool pass_check_mode() {
-  const char* tool = workbook::startup_env("WORKBOOK_SANITIZE");
-  return sanitize_mode() && tool != nullptr && std::string(tool) != "1";
+  const char* given = workbook::startup_env("WORKBOOK_SANITIZE");
+  const std::string tool = given != nullptr ? given : "";
+  return tool == "memcheck" || tool == "racecheck" || tool == "synccheck" || tool == "initcheck";
 }
 
 void record_metric(const std::string& name, double value) { state().metrics.emplace_back(name, value); }

@@ -45,6 +45,15 @@ class ManifestTest(unittest.TestCase):
         timed = [(l.slug, t.id) for l in real for t in l.tasks if t.correctness_timed]
         self.assertEqual(timed, [("02_multiply_add", 3)])
 
+    def test_only_lesson_05_s_streams_run_side_by_side_and_the_flag_is_a_boolean(self):
+        real = load_manifest(ROOT / "lessons" / "manifest.json")
+        self.assertEqual([l.slug for l in real if l.streams_side_by_side], ["05_streams"])
+        self.assertFalse(parse_manifest(MANIFEST)[0].streams_side_by_side)
+        bad = copy.deepcopy(MANIFEST)
+        bad["lessons"][0]["streams_side_by_side"] = "yes"
+        with self.assertRaisesRegex(ManifestError, "streams_side_by_side"):
+            parse_manifest(bad)
+
     def test_an_unknown_lesson_names_the_known_ones(self):
         with self.assertRaisesRegex(ManifestError, "no lesson matches 'matmul'.*01_vector_add"):
             select_lessons(parse_manifest(MANIFEST), ["matmul"])

@@ -360,6 +360,8 @@ class RealProgramTest(unittest.TestCase):
         self.assertEqual(tuple(metrics[m] for m in modes), (0, 1, 1, 1))
         metrics = self.run_program("[honest]", WORKBOOK_SANITIZE="0").metrics()
         self.assertEqual(tuple(metrics[m] for m in modes), (4096, 0, 0, 0))
+        metrics = self.run_program("[honest]", WORKBOOK_SANITIZE="yes").metrics()  # sanitizer mode, every shape
+        self.assertEqual(tuple(metrics[m] for m in modes), (0, 1, 0, 0))
 
     def test_yardsticks_are_taken_as_given_at_startup_and_measured_otherwise(self):
         # a: given; b: not a number; c: empty; abc: not "ab"'s; e: given; f: not listed.

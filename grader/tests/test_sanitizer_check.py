@@ -4,6 +4,7 @@ the driver's flow with a stand-in for the process runner (the check runs only af
 process per tool for the tasks that name it; a finding fails the task and its performance is not
 timed; a run out of time or a missing sanitizer fails nothing)."""
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -616,6 +617,13 @@ class DriverFlowTest(GradingHarness, unittest.TestCase):
         self.assertEqual(queues[:1] + sorted(queues[1:3]) + queues[3:],
                          [("plain", [1, 3], "1"), ("memcheck", [1, 3, 2], "1"), ("racecheck", [1], "1"),
                           ("plain", [2], None), ("perf", [2], None)])  # task 2's plain tests compare timings
+        # A lesson whose tests look at its streams side by side keeps CUDA's queues everywhere.
+        self.runs.calls.clear()
+        with mock.patch.object(sys.modules[__name__], "the_lesson",
+                               return_value=dataclasses.replace(the_lesson(), streams_side_by_side=True)):
+            self.grade(all_clean)
+        self.assertTrue(self.runs.calls)
+        self.assertEqual({c["env"].get("CUDA_DEVICE_MAX_CONNECTIONS") for c in self.runs.calls}, {None})
         # The shell's setting reaches no grader program: the driver's choice, on every machine.
         with mock.patch.dict(os.environ, {"CUDA_DEVICE_MAX_CONNECTIONS": "32"}):
             self.assertNotIn("CUDA_DEVICE_MAX_CONNECTIONS", runner.program_environment({}))

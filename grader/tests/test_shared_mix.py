@@ -1,4 +1,5 @@
 """tools/shared_mix.py: the processes of a class's shared phases, as the driver runs them."""
+import dataclasses
 import sys
 import unittest
 import unittest.mock
@@ -46,6 +47,10 @@ class LessonJobsTest(unittest.TestCase):
             self.assertEqual({k: env.get(k) for k in shared_mix.runner.UNTIMED_SETTINGS}, shared_mix.runner.UNTIMED_SETTINGS)
         for _, _, env in default:
             self.assertFalse(set(env) & set(shared_mix.runner.UNTIMED_SETTINGS))
+        # As the driver: a lesson whose streams run side by side keeps CUDA's queues.
+        side_by_side = dataclasses.replace(LESSON, streams_side_by_side=True)
+        for _, _, env in shared_mix.lesson_jobs(side_by_side, "/b/p", "cs", {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}):
+            self.assertNotIn("CUDA_DEVICE_MAX_CONNECTIONS", env)
 
     def test_a_program_not_built_is_named(self):
         with self.assertRaises(SystemExit) as raised:
