@@ -56,11 +56,11 @@ SEED = 20261128  # every process's --rng-seed: the same shapes from one run to t
 Job = Tuple[str, List[str], Dict[str, str]]  # label, command, environment added
 
 
-def lesson_jobs(lesson: manifest.Lesson, program: str, executable: str, untimed: Dict[str, str]) -> List[Job]:
+def lesson_jobs(lesson: manifest.Lesson, program: str, executable: str, default_queues: bool = False) -> List[Job]:
     """One lesson's processes, in the order ./grade-class runs them for a lesson that passes, each
-    with `untimed` (the driver's runner.UNTIMED_SETTINGS) in its environment, as the driver gives
-    it: not in a lesson whose streams run side by side (streams_side_by_side)."""
-    untimed = {} if lesson.streams_side_by_side else untimed
+    with what the driver gives a process that times nothing (runner.untimed_settings), or with
+    `default_queues` without it."""
+    untimed = {} if default_queues else runner.untimed_settings(lesson)
     seed = ["--rng-seed", str(SEED), "--reporter", "compact"]
     jobs: List[Job] = [(f"{lesson.slug} correctness", [program, "~[perf]"] + seed, dict(untimed))]
     for tool in cli.sanitizer_tools(lesson.tasks):
@@ -71,11 +71,9 @@ def lesson_jobs(lesson: manifest.Lesson, program: str, executable: str, untimed:
 
 
 def all_jobs(index: dict, lessons: Sequence[manifest.Lesson], executable: str,
-             untimed: Optional[Dict[str, str]] = None) -> List[Job]:
-    """Every lesson's processes for one student: the solutions' programs the build index names.
-    `untimed`: what the driver adds to the environment of a process that times nothing
-    (runner.UNTIMED_SETTINGS unless given)."""
-    untimed = runner.UNTIMED_SETTINGS if untimed is None else untimed
+             default_queues: bool = False) -> List[Job]:
+    """Every lesson's processes for one student: the solutions' programs the build index names
+    (lesson_jobs: `default_queues`)."""
     programs = build.programs(index, "solutions")
     jobs: List[Job] = []
     for lesson in lessons:
@@ -83,7 +81,7 @@ def all_jobs(index: dict, lessons: Sequence[manifest.Lesson], executable: str,
         if not program or not os.path.isfile(program):
             raise SystemExit(f"shared_mix.py: the solutions' program of {lesson.slug} is not built "
                              f"({program or 'not in the build index'})")
-        jobs += lesson_jobs(lesson, program, executable, untimed)
+        jobs += lesson_jobs(lesson, program, executable, default_queues)
     return jobs
 
 
@@ -169,7 +167,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if executable is None:
         raise SystemExit(f"shared_mix.py: no compute-sanitizer: {why}")
     lessons = manifest.select_lessons(manifest.load_manifest(ROOT / "lessons" / "manifest.json"), args.lessons)
-    jobs = all_jobs(index, lessons, executable, {} if args.cuda_default_queues else None)
+    jobs = all_jobs(index, lessons, executable, args.cuda_default_queues)
     print(f"{len(jobs)} processes a student, {args.students} students")
     status = 0
     mixed: List[Run] = []

@@ -4,7 +4,8 @@
 // powers of two), at the sizes grader::test_sizes gives for that block (2^26 + 7 for blocks of
 // 256), with grids of exactly enough blocks, more than enough, one per SM and (for smaller n) 7
 // and 1 block: a grid-stride loop is correct for any grid (in the check of a pass under
-// compute-sanitizer, four blocks and three grids). y is poisoned and guarded (multiply_add_grader.hpp). Performance: GB/s at 2^28 elements for the best of eight launch
+// compute-sanitizer, four blocks and three grids). y is poisoned and guarded
+// (multiply_add_grader.hpp). Performance: GB/s at 2^28 elements for the best of eight launch
 // configurations, as a fraction of the copy bandwidth measured in the same run.
 #include "multiply_add_grader.hpp"
 

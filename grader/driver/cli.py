@@ -25,8 +25,8 @@ from .file_lock import LockError
 from .gpu_lock import GpuLock, lock_seconds
 from .manifest import Lesson, ManifestError, load_manifest, select_lessons
 from .reports import format_scoreboard, write_reports
-from .runner import (UNTIMED_SETTINGS, ParkedRun, program_environment, PhaseResult, exit_on_sigterm, wait_all_parked, hung_task_phase, ran_cleanly, run_phase, side_by_side,
-                     task_phase)
+from .runner import (ParkedRun, PhaseResult, exit_on_sigterm, hung_task_phase, program_environment, ran_cleanly,
+                     run_phase, side_by_side, task_phase, untimed_settings, wait_all_parked)
 from .timing_cache import TimingCache
 from .scoring import (CHECK_CLEAN, CHECK_FINDING, CHECK_NOT_FINISHED, CHECK_TAMPERED, CHECK_TIMED_OUT,
                       COMPILE_ERROR, MISSING, NOT_IMPLEMENTED, PASSED, SKIPPED, STATUS_LABELS, ComponentResult,
@@ -456,9 +456,8 @@ class Grader:
             return self._correctness_phase(program, lesson, task)
 
     def _untimed_env(self, lesson: Lesson) -> Dict[str, str]:
-        """The environment of a process that times nothing: runner.UNTIMED_SETTINGS, but in a lesson
-        whose tests look at how work on its streams ran together (streams_side_by_side)."""
-        return dict(self.env) if lesson.streams_side_by_side else dict(self.env, **UNTIMED_SETTINGS)
+        """The environment of a process that times nothing (runner.untimed_settings)."""
+        return dict(self.env, **untimed_settings(lesson))
 
     def _correctness_phase(self, program: str, lesson: Lesson, task) -> PhaseResult:
         spec = f"[{task.tag}]~[perf]"

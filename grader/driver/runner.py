@@ -348,6 +348,12 @@ DRIVER_SETTINGS = ("WORKBOOK_PROFILE", "WORKBOOK_YARDSTICKS", "WORKBOOK_SANITIZE
 UNTIMED_SETTINGS = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 
 
+def untimed_settings(lesson) -> Dict[str, str]:
+    """What a process of `lesson` (a manifest.Lesson) that times nothing gets: UNTIMED_SETTINGS,
+    but where the lesson's tests look at how work on its streams ran together (streams_side_by_side)."""
+    return {} if lesson.streams_side_by_side else dict(UNTIMED_SETTINGS)
+
+
 def program_environment(env: Dict[str, str]) -> Dict[str, str]:
     """A grader program's environment: this process's, with `env` on top. The settings the driver
     gives a grader program come from the caller only, never from the user's shell

@@ -55,6 +55,14 @@ void*& scratch() {
 
 bool timed_test() { return std::find(state().tags.begin(), state().tags.end(), "perf") != state().tags.end(); }
 
+// The tool of a check of a pass (WORKBOOK_SANITIZE at start-up names one of compute-sanitizer's
+// four), else "" (a plain run, ./grade --sanitize's "1", any other value).
+std::string pass_check_tool() {
+  const char* given = workbook::startup_env("WORKBOOK_SANITIZE");
+  const std::string tool = given != nullptr ? given : "";
+  return tool == "memcheck" || tool == "racecheck" || tool == "synccheck" || tool == "initcheck" ? tool : "";
+}
+
 }  // namespace
 
 void require_gpu() {
@@ -85,16 +93,9 @@ std::uint64_t seed_for(const std::string& name) {
 
 bool sanitize_mode() { return workbook::sanitizer_run(); }
 
-bool racecheck_mode() {
-  const char* tool = workbook::startup_env("WORKBOOK_SANITIZE");
-  return tool != nullptr && std::string(tool) == "racecheck";
-}
+bool racecheck_mode() { return pass_check_tool() == "racecheck"; }
 
-bool pass_check_mode() {
-  const char* given = workbook::startup_env("WORKBOOK_SANITIZE");
-  const std::string tool = given != nullptr ? given : "";
-  return tool == "memcheck" || tool == "racecheck" || tool == "synccheck" || tool == "initcheck";
-}
+bool pass_check_mode() { return !pass_check_tool().empty(); }
 
 void record_metric(const std::string& name, double value) { state().metrics.emplace_back(name, value); }
 

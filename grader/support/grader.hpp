@@ -59,9 +59,10 @@ bool sanitize_mode();
 bool racecheck_mode();
 
 /// True in the check of a pass under any tool (WORKBOOK_SANITIZE names one of compute-sanitizer's
-/// four tools at start-up), not under ./grade --sanitize (WORKBOOK_SANITIZE=1) or any other value: a test may then run a subset of sanitize_mode's
-/// shapes, as racecheck_mode allows for racecheck, where every launch under the tool costs more than
-/// it adds; ./grade --sanitize, which a finding's verdict tells the student to run, runs them all.
+/// four tools at start-up), not under ./grade --sanitize (WORKBOOK_SANITIZE=1) or any other value:
+/// a test may then run a subset of sanitize_mode's shapes, as racecheck_mode allows for racecheck,
+/// where every launch under the tool costs more than it adds; ./grade --sanitize, which a
+/// finding's verdict tells the student to run, runs them all.
 bool pass_check_mode();
 
 /// Records a number for the scoreboard (e.g. "fraction_of_copy_bandwidth").

@@ -19,8 +19,9 @@ LESSON = manifest.parse_manifest({"lessons": [{
 
 class LessonJobsTest(unittest.TestCase):
     def test_correctness_then_one_process_per_tool_over_the_tasks_that_name_it(self):
-        untimed = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
-        jobs = shared_mix.lesson_jobs(LESSON, "/b/grade_09_demo__solutions", "/cuda/compute-sanitizer", untimed)
+        untimed = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}  # the driver's runner.untimed_settings(LESSON)
+        self.assertEqual(shared_mix.runner.untimed_settings(LESSON), untimed)
+        jobs = shared_mix.lesson_jobs(LESSON, "/b/grade_09_demo__solutions", "/cuda/compute-sanitizer")
         self.assertEqual([label for label, _, _ in jobs],
                          ["09_demo correctness", "09_demo memcheck", "09_demo racecheck", "09_demo synccheck"])
         label, command, env = jobs[0]
@@ -41,7 +42,7 @@ class LessonJobsTest(unittest.TestCase):
         programs = {"trees": {"solutions": {"lessons": {"09_demo": {"program": sys.executable}}}}}
         with unittest.mock.patch.object(shared_mix.build, "programs", return_value={"09_demo": sys.executable}):
             driver_own = shared_mix.all_jobs(programs, [LESSON], "cs")
-            default = shared_mix.all_jobs(programs, [LESSON], "cs", {})
+            default = shared_mix.all_jobs(programs, [LESSON], "cs", default_queues=True)
         self.assertTrue(shared_mix.runner.UNTIMED_SETTINGS)
         for _, _, env in driver_own:
             self.assertEqual({k: env.get(k) for k in shared_mix.runner.UNTIMED_SETTINGS}, shared_mix.runner.UNTIMED_SETTINGS)
@@ -49,7 +50,8 @@ class LessonJobsTest(unittest.TestCase):
             self.assertFalse(set(env) & set(shared_mix.runner.UNTIMED_SETTINGS))
         # As the driver: a lesson whose streams run side by side keeps CUDA's queues.
         side_by_side = dataclasses.replace(LESSON, streams_side_by_side=True)
-        for _, _, env in shared_mix.lesson_jobs(side_by_side, "/b/p", "cs", {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}):
+        self.assertEqual(shared_mix.runner.untimed_settings(side_by_side), {})
+        for _, _, env in shared_mix.lesson_jobs(side_by_side, "/b/p", "cs"):
             self.assertNotIn("CUDA_DEVICE_MAX_CONNECTIONS", env)
 
     def test_a_program_not_built_is_named(self):
