@@ -33,7 +33,7 @@ Measured on an H100 (28 November 2026) with a script that ran the same processes
 no --print-limit), three students, one run each: one process at a time 32.1 s a student, 4 at
 once 15.6 s, 8 at once 15.0 s; the processes slow each other through the GPU (grader/README.md,
 "Why side by side buys little beyond 4 at once"). Racecheck was about 45% of the time one at a
-time; with a first subset of its shapes (grader::racecheck_mode) 30.1 s, and 13.3 s at 4."""
+time; with a first subset of its shapes (then grader::racecheck_mode) 30.1 s, and 13.3 s at 4."""
 from __future__ import annotations
 
 import argparse

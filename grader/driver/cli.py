@@ -299,8 +299,8 @@ def sanitizer_tools(tasks: list) -> List[str]:
 def check_run(tasks: list, tool: str, every_shape: bool = False) -> Tuple[str, Dict[str, str]]:
     """The test spec and the settings of a check process over `tasks` under `tool`: their
     correctness tests in sanitizer mode. WORKBOOK_SANITIZE names the tool (small sizes for every
-    tool, and under racecheck a subset of the shapes: grader::racecheck_mode, grader/README.md "The
-    check of a pass"); "1", every shape of the sanitizer mode, where a race is looked for behind
+    tool, and a subset of the shapes: grader::pass_check_mode, grader/README.md "The check of a
+    pass"); "1", every shape of the sanitizer mode, where a race is looked for behind
     results that differ."""
     return (",".join(f"[{t.tag}]~[perf]" for t in tasks), {"WORKBOOK_SANITIZE": "1" if every_shape else tool})
 

@@ -48,21 +48,18 @@ std::uint64_t seed_for(const std::string& name);
 /// being graded cannot switch checks off.
 bool sanitize_mode();
 
-/// True in the check of a pass under racecheck (WORKBOOK_SANITIZE=racecheck at start-up): a test
-/// may then run a subset of sanitize_mode's shapes (so that ./grade --sanitize, which runs them
-/// all, shows what racecheck found). Racecheck looks for shared-memory hazards inside a block, and
-/// a block shows one where it takes the racing path: the subset keeps whole interior blocks,
-/// ragged edge blocks (their paths differ), and two trips of a loop over tiles. Racecheck is the
-/// costly tool: on an H100 (November 2026) lesson 03's tiled test took about 2 s under it against
-/// 0.01 s under memcheck, and racecheck was about 45% of the solo time of a class's shared phases.
-/// ./grade --sanitize and the follow-up of results that differ run every shape.
-bool racecheck_mode();
-
-/// True in the check of a pass under any tool (WORKBOOK_SANITIZE names one of compute-sanitizer's
-/// four tools at start-up), not under ./grade --sanitize (WORKBOOK_SANITIZE=1) or any other value:
-/// a test may then run a subset of sanitize_mode's shapes, as racecheck_mode allows for racecheck,
-/// where every launch under the tool costs more than it adds; ./grade --sanitize, which a
-/// finding's verdict tells the student to run, runs them all.
+/// True in the check of a pass (WORKBOOK_SANITIZE names one of compute-sanitizer's four tools at
+/// start-up: memcheck, racecheck, synccheck, initcheck), not under ./grade --sanitize
+/// (WORKBOOK_SANITIZE=1) or any other value. A test may then run a subset of sanitize_mode's
+/// shapes, the same under every tool: whole interior blocks, ragged edge blocks (their paths
+/// differ), two trips of a loop over tiles, the tails a vector path leaves. The check looks for an
+/// access or a barrier that is wrong while the values come out right; a kernel takes such a path
+/// at the ragged shapes kept as at those left out, and the plain run (guards, NaN around every
+/// input) has checked the values of every shape. Each call left out saves its waits, about a
+/// millisecond each where gradings share the GPU, and under racecheck its instrumented
+/// shared-memory accesses (lesson 03's tiled test took about 2 s under racecheck against 0.01 s
+/// under memcheck on an H100, November 2026). ./grade --sanitize, which a finding's verdict tells
+/// the student to run, and the follow-up of results that differ run every shape.
 bool pass_check_mode();
 
 /// Records a number for the scoreboard (e.g. "fraction_of_copy_bandwidth").

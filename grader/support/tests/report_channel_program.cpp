@@ -91,7 +91,6 @@ TEST_CASE("honest", "[honest]") {
   }
   grader::record_metric("guard_elements", static_cast<double>(workbook::default_guard_elements()));
   grader::record_metric("sanitize_mode", grader::sanitize_mode() ? 1 : 0);
-  grader::record_metric("racecheck_mode", grader::racecheck_mode() ? 1 : 0);
   grader::record_metric("pass_check_mode", grader::pass_check_mode() ? 1 : 0);
   grader::record_metric("late_thief_read", static_cast<double>(late_thief_read));
   grader::record_metric("key_fd_in_environment", std::getenv("WORKBOOK_REPORT_KEY_FD") != nullptr ? 1 : 0);
