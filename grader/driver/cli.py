@@ -467,7 +467,8 @@ class Grader:
         executable = self.sanitizer or "compute-sanitizer"
         phase = None
         for tool in task.sanitizers:
-            phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson), env=self._untimed_env(lesson),
+            phase = run_phase(program, spec, seed=self.seed, timeout_s=self._timeout(lesson),
+                              env=self._untimed_env(lesson),
                               sanitizer=sanitizer.command(executable, tool,
                                                           grader_kernels=self._checks_grader_kernels(lesson, program)),
                               sanitizer_tool=tool)
@@ -492,7 +493,8 @@ class Grader:
         limit = self._timeout(lesson)
         spec = ",".join(f"[{t.tag}]~[perf]" for t in tasks)
         with self._shared():
-            whole = run_phase(program, spec, seed=self.seed, timeout_s=limit * len(tasks), env=self._untimed_env(lesson),
+            whole = run_phase(program, spec, seed=self.seed, timeout_s=limit * len(tasks),
+                              env=self._untimed_env(lesson),
                               test_limit_s=limit)
         wall["correctness"] += whole.elapsed_s
         in_tests["correctness"] += whole.in_tests_s
@@ -530,7 +532,8 @@ class Grader:
                    every_shape: bool = False) -> SanitizerRun:
         spec, settings = check_run(tasks, tool, every_shape)
         limit = self._check_limit(lesson, elapsed_s)
-        phase = run_phase(program, spec, seed=self.seed, timeout_s=limit, env=dict(self._untimed_env(lesson), **settings),
+        phase = run_phase(program, spec, seed=self.seed, timeout_s=limit,
+                          env=dict(self._untimed_env(lesson), **settings),
                           sanitizer=sanitizer.command(self.sanitizer, tool, check=True,
                                                       grader_kernels=self._checks_grader_kernels(lesson, program)),
                           sanitizer_tool=tool)
